@@ -1,0 +1,111 @@
+"""The one boundary between panto's library and the shell.
+
+Parsing (docopt), exit statuses, the single stderr line, and the closed
+downstream pipe are decided here and nowhere else.
+"""
+import functools
+import os
+import sys
+
+OK, FAIL, USAGE = 0, 1, 2
+
+
+def parse(doc, argv=None, version=True):
+    """Parse argv against a docopt usage text; bad usage raises UsageError."""
+    from docopt import DocoptExit, docopt
+
+    from pantolib import __version__
+    from pantolib.errors import UsageError
+
+    try:
+        return docopt(doc, argv, version=__version__ if version else None)
+    except DocoptExit as e:
+        usage = str(e).strip()
+        raise UsageError("bad usage (try --help)" + ("\n" + usage if usage else "")) from None
+
+
+def stdout():
+    """The binary stdout, looked up when a command runs."""
+    return sys.stdout.buffer
+
+
+def stdin():
+    return sys.stdin.buffer
+
+
+def warn(name, message):
+    sys.stderr.write(f"{name}: {message}\n")
+    sys.stderr.flush()
+
+
+def _silence_stdout():
+    """After EPIPE: point fd 1 at /dev/null so the final flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def run(name, func, argv=None):
+    """Call func(argv) and map every outcome to an exit status."""
+    from pantolib.errors import PantoError, UsageError
+
+    try:
+        status = func(argv)
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+        return OK if status is None else status
+    except SystemExit:
+        raise
+    except BrokenPipeError:
+        _silence_stdout()
+        return OK
+    except UsageError as e:
+        first, _, rest = str(e).partition("\n")
+        warn(name, first)
+        if rest:
+            sys.stderr.write(rest + "\n")
+        return USAGE
+    except PantoError as e:
+        warn(name, str(e))
+        return FAIL
+    except KeyboardInterrupt:
+        warn(name, "interrupted")
+        return FAIL
+    except MemoryError:
+        warn(name, "out of memory")
+        return FAIL
+    except OSError as e:
+        where = f"'{e.filename}': " if getattr(e, "filename", None) else ""
+        warn(name, f"{where}{e.strerror or e}")
+        return FAIL
+    except Exception as e:  # the last resort: still one line, no traceback
+        if os.environ.get("PANTO_DEBUG") == "1":
+            import traceback
+
+            traceback.print_exc()
+        warn(name, f"internal error: {type(e).__name__}: {e}")
+        return FAIL
+
+
+def command(name):
+    """Decorate a command's `main(argv)`; the wrapper exits with its status."""
+
+    def wrap(func):
+        @functools.wraps(func)
+        def main(argv=None):
+            status = run(name, func, argv)
+            try:
+                sys.stdout.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                _silence_stdout()
+            sys.exit(status)
+
+        main.name = name
+        return main
+
+    return wrap

@@ -1,0 +1,95 @@
+"""Ids, timestamps and the entries panto writes (format version 1)."""
+import os
+import time
+
+ID_TRIES = 100
+
+
+def uuid7():
+    """A UUIDv7 string: 48 bits of Unix milliseconds, then randomness."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
+    value |= 0b10 << 62 | rand & ((1 << 62) - 1)
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def now_iso():
+    """UTC ISO 8601 with milliseconds: 2026-04-25T17:40:15.990Z."""
+    ns = time.time_ns()
+    secs, ms = divmod(ns // 1_000_000, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ms:03d}Z"
+
+
+def new_id(taken):
+    """8 random lowercase hex chars not in `taken` (which it then joins)."""
+    for _ in range(ID_TRIES):
+        i = os.urandom(4).hex()
+        if i not in taken:
+            break
+    else:  # a hundred collisions: take a longer id rather than loop forever
+        while (i := os.urandom(16).hex()) in taken:
+            pass
+    taken.add(i)
+    return i
+
+
+def make_header(cwd=None):
+    return {
+        "type": "session",
+        "version": 1,
+        "id": uuid7(),
+        "timestamp": now_iso(),
+        "cwd": os.getcwd() if cwd is None else cwd,
+    }
+
+
+def make_message(role, content, parent, taken, provider=None, model=None):
+    """A message entry, keys in the format's order; user entries get stamped."""
+    entry = {"type": "message", "id": new_id(taken), "parentId": parent, "timestamp": now_iso()}
+    if provider is not None:
+        entry["provider"] = provider
+    if model is not None:
+        entry["model"] = model
+    entry["message"] = {"role": role, "content": content}
+    return entry
+
+
+def complete(bare, parent, taken):
+    """Give a bare entry an id, its parent and a timestamp; other keys keep their order."""
+    entry = {"type": bare["type"], "id": new_id(taken), "parentId": parent, "timestamp": now_iso()}
+    for key, value in bare.items():
+        if key not in entry:
+            entry[key] = value
+    return entry
+
+
+def text(s):
+    return {"type": "text", "text": s}
+
+
+def usage_of(msg):
+    """The usage of an assistant message as five ints, or None when unknown.
+
+    Missing, non-integer and negative fields read as 0 (SPEC §3).
+    """
+    u = msg.get("usage")
+    if not isinstance(u, dict):
+        return None
+
+    def n(key):
+        v = u.get(key)
+        return v if type(v) is int and v > 0 else 0
+
+    return {k: n(k) for k in ("input", "output", "cacheRead", "cacheWrite", "reasoning", "cacheWrite1h")}
+
+
+def usage_dict(input=0, output=0, cache_read=0, cache_write=0, reasoning=0, cache_write_1h=0):
+    """Usage as written: input and output always, the others only when not 0."""
+    u = {"input": input, "output": output}
+    for key, v in (("cacheRead", cache_read), ("cacheWrite", cache_write),
+                   ("reasoning", reasoning), ("cacheWrite1h", cache_write_1h)):
+        if v:
+            u[key] = v
+    return u

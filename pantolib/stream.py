@@ -1,0 +1,162 @@
+"""The panto stream: JSON Lines framed on b"\\n" only, validated, echoed byte for byte.
+
+A line is a header (`"type":"session"`), an entry (an object with a string
+`id`) or a bare entry (no `id`: completed by the command that owns it).
+Lines are kept as the bytes that arrived, so a filter can echo them exactly.
+"""
+import orjson
+
+from pantolib.errors import SessionError
+
+HEADER, ENTRY, BARE = "header", "entry", "bare"
+ROLES = ("system", "user", "assistant")
+VERSION = 1
+
+# Known content blocks: the fields each must carry as strings. Unknown block
+# types are kept (a later format may add some) and skipped by providers.
+_BLOCK_FIELDS = {
+    "text": ("text",),
+    "thinking": ("thinking",),
+    "redactedThinking": ("data",),
+    "toolUse": ("id", "name", "input"),
+    "toolResult": ("toolUseId", "content"),
+}
+_OPTIONAL_STR = {"thinking": ("signature",)}
+
+
+class Line:
+    """One line of a stream: its bytes (ending in b"\\n"), parsed object, kind."""
+
+    __slots__ = ("raw", "obj", "kind", "lineno")
+
+    def __init__(self, raw, obj, kind, lineno=0):
+        self.raw, self.obj, self.kind, self.lineno = raw, obj, kind, lineno
+
+    @property
+    def id(self):
+        return self.obj.get("id") if self.kind != HEADER else None
+
+    @property
+    def role(self):
+        m = self.obj.get("message")
+        return m.get("role") if self.obj.get("type") == "message" else None
+
+
+def dumps(obj):
+    """Compact JSON plus the line feed: how panto writes every line."""
+    return orjson.dumps(obj) + b"\n"
+
+
+def _str(obj, key, what):
+    v = obj.get(key)
+    if not isinstance(v, str):
+        state = "missing" if key not in obj else f"not a string ({type(v).__name__})"
+        raise ValueError(f"{what} '{key}' is {state}")
+    return v
+
+
+def check_header(obj):
+    v = obj.get("version")
+    if type(v) is not int:
+        raise ValueError("session header 'version' must be an integer")
+    if v > VERSION:
+        raise ValueError(f"session format version {v} is newer than this panto reads ({VERSION})")
+    for key in ("id", "timestamp", "cwd"):
+        _str(obj, key, "session header")
+
+
+def check_message(msg):
+    if not isinstance(msg, dict):
+        raise ValueError("'message' is not an object")
+    role = msg.get("role")
+    if role not in ROLES:
+        raise ValueError("message 'role' is missing" if role is None else f"unknown message role {role!r}")
+    content = msg.get("content")
+    if not isinstance(content, list):
+        raise ValueError("message 'content' is not a list")
+    for block in content:
+        if not isinstance(block, dict):
+            raise ValueError("a content block is not an object")
+        btype = block.get("type")
+        if not isinstance(btype, str):
+            raise ValueError("a content block has no 'type'")
+        for key in _BLOCK_FIELDS.get(btype, ()):
+            _str(block, key, f"{btype} block")
+        for key in _OPTIONAL_STR.get(btype, ()):
+            if block.get(key) is not None and not isinstance(block[key], str):
+                raise ValueError(f"{btype} block '{key}' is not a string")
+    for key in ("provider", "model", "stopReason"):
+        if msg.get(key) is not None and not isinstance(msg[key], str):
+            raise ValueError(f"message '{key}' is not a string")
+
+
+def check_entry(obj, bare):
+    """Validate an entry's envelope and, for messages, the message itself."""
+    if not bare:
+        parent = obj.get("parentId")
+        if parent is not None and not isinstance(parent, str):
+            raise ValueError("'parentId' is not a string or null")
+        _str(obj, "timestamp", "entry")
+    for key in ("provider", "model"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise ValueError(f"entry '{key}' is not a string")
+    if obj["type"] == "message":
+        check_message(obj.get("message"))
+
+
+def classify(obj):
+    """Return the kind of a parsed line, or raise ValueError saying why not."""
+    if type(obj) is not dict:
+        raise ValueError("not a JSON object")
+    t = obj.get("type")
+    if not isinstance(t, str):
+        raise ValueError("no string 'type'")
+    if t == "session":
+        check_header(obj)
+        return HEADER
+    if "id" in obj:
+        if not isinstance(obj["id"], str) or not obj["id"]:
+            raise ValueError("entry 'id' is not a non-empty string")
+        check_entry(obj, bare=False)
+        return ENTRY
+    if "parentId" in obj or "timestamp" in obj:
+        raise ValueError("entry has 'parentId' or 'timestamp' but no 'id'")
+    check_entry(obj, bare=True)
+    return BARE
+
+
+def parse_line(raw, name="<stdin>", lineno=0):
+    """Parse and validate one line (bytes ending in b"\\n")."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise SessionError(f"not valid JSON ({e.args[0].split(':')[0]})", name, lineno) from None
+    try:
+        kind = classify(obj)
+    except ValueError as e:
+        raise SessionError(str(e), name, lineno) from None
+    return Line(raw, obj, kind, lineno)
+
+
+def read(f, name="<stdin>"):
+    """Yield the Lines of a binary file object; blank lines are skipped.
+
+    A last line without its line feed is accepted (a stream cut by `head -c`
+    or typed by hand); the line feed is added to its bytes.
+    """
+    lineno = 0
+    header_seen = entries_seen = False
+    for raw in f:
+        lineno += 1
+        if not raw.strip():
+            continue
+        if raw[-1:] != b"\n":
+            raw += b"\n"
+        line = parse_line(raw, name, lineno)
+        if line.kind == HEADER:
+            if header_seen or entries_seen:
+                raise SessionError("a session header after the first line", name, lineno)
+            header_seen = True
+        else:
+            entries_seen = True
+        yield line

@@ -1,0 +1,63 @@
+"""Every test gets its own HOME, XDG folders, session directory and working
+directory, with no provider keys or panto settings leaking in from outside."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+LEAKY_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PANTO_")
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    for key in list(os.environ):
+        if key.startswith(LEAKY_PREFIXES):
+            monkeypatch.delenv(key)
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    for d in (home, work):
+        d.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("PANTO_SESSION_DIR", str(home / "sessions"))
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    monkeypatch.chdir(work)
+    return work
+
+
+@pytest.fixture
+def sessions(isolated):
+    """The session directory of the test's working directory (may not exist yet)."""
+    from pantolib import paths
+
+    return paths.session_dir(str(isolated))
+
+
+def run(args, input=b"", cwd=None, env=None, timeout=60):
+    """Run a console script (found on PATH) with bytes in and bytes out."""
+    if isinstance(input, str):
+        input = input.encode()
+    exe = shutil.which(args[0])
+    assert exe, f"{args[0]} is not on PATH (run the tests with the venv's bin/ first)"
+    return subprocess.run([exe, *args[1:]], input=input, capture_output=True,
+                          cwd=cwd, env=env, timeout=timeout)
+
+
+@pytest.fixture
+def sh():
+    return run
+
+
+def assert_clean_error(proc, status=1, name=None):
+    """One `panto-X: ...` line on stderr, the given status, no traceback."""
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == status, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    if name:
+        assert err.startswith(f"{name}: "), err
+    assert err.strip(), "no error message"

@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --config-settings editable_mode=compat -e '.[test]'
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -76,6 +76,9 @@ def run(name, func, argv=None):
     except KeyboardInterrupt:
         warn(name, "interrupted")
         return FAIL
+    except ModuleNotFoundError as e:
+        warn(name, f"missing Python package '{e.name}' (install panto with its dependencies: pip install .)")
+        return FAIL
     except MemoryError:
         warn(name, "out of memory")
         return FAIL

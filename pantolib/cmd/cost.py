@@ -1,0 +1,320 @@
+"""Report what panto sessions cost, exactly, from their usage and models.toml.
+
+Usage:
+  panto-cost [--all] [--by=KEY] [--json] [--strict] [--prices=FILE] [FILE...]
+  panto-cost --example-prices
+  panto-cost -h | --help
+  panto-cost --version
+
+Reads a panto stream on stdin, or session FILEs ("-" is stdin), and prices
+every assistant entry on every branch. Unknown prices are never counted
+as free: the total then reads "≥ $X (N turns unpriced)".
+
+Options:
+  --all             Every session of every directory, with any FILEs.
+  --by=KEY          Rows per model, session or day [default: model].
+  --json            Print one JSON object (picodollars, exact integers).
+  --strict          Exit 1 when any turn is unpriced.
+  --prices=FILE     Price table (default: models.toml in the config directory).
+  --example-prices  Print a starter models.toml, to check and save.
+  -h --help         Show this help.
+  --version         Show the version.
+"""
+import os
+
+from pantolib import cli
+
+NAME = "panto-cost"
+BY = ("model", "session", "day")
+TOKENS = (("input", "INPUT"), ("output", "OUTPUT"), ("cacheRead", "CACHE-READ"),
+          ("cacheWrite", "CACHE-WRITE"), ("reasoning", "REASONING"))
+
+
+@cli.command(NAME)
+def main(argv=None):
+    args = cli.parse(__doc__, argv)
+    from pantolib.errors import UsageError
+
+    if args["--example-prices"]:
+        cli.stdout().write(EXAMPLE.encode())
+        return cli.OK
+    by = args["--by"]
+    if by not in BY:
+        raise UsageError(f"--by takes model, session or day, not '{by}'")
+
+    from pantolib import pricing
+    from pantolib.errors import PantoError
+
+    if args["--prices"] is not None and not os.path.exists(args["--prices"]):
+        raise PantoError(f"--prices '{args['--prices']}': no such file")
+    prices = pricing.load(args["--prices"])
+    for note in prices.notes:
+        cli.warn(NAME, note)
+
+    tally = pricing.Tally(prices, by=by)
+    files = list(args["FILE"])
+    if args["--all"]:
+        _all_sessions(tally, by)
+    elif not files:
+        if os.isatty(0):
+            raise UsageError("no input: pipe a stream in, or name FILEs, or use --all")
+        files = ["-"]
+    for name in files:
+        if name == "-":
+            _count(tally, cli.stdin(), "<stdin>", by, stream=True)
+        else:
+            with open(name, "rb") as f:
+                _count(tally, f, name, by)
+
+    total = pricing.as_dict(tally.rollup("total"))
+    out = cli.stdout()
+    if args["--json"]:
+        out.write(_json(tally, by, total))
+    else:
+        out.write(_table(tally, by, total).encode("utf-8", "replace"))
+    out.flush()
+
+    if total["unpricedTurns"]:
+        if prices.missing:
+            cli.warn(NAME, f"no price table at '{prices.path}' (start one with: "
+                           f"panto-cost --example-prices > '{prices.path}', then check it)")
+        if args["--strict"]:
+            n = total["unpricedTurns"]
+            models = sorted({_model_label(p, m) for (p, m), row in tally.rollup("model").items()
+                             if row[-1]})
+            cli.warn(NAME, f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(models)} "
+                           f"(give their prices in '{prices.path}')")
+            return cli.FAIL
+    return cli.OK
+
+
+def _count(tally, f, name, by, stream=False):
+    from pantolib.pricing import Scan
+
+    scan = Scan(f, name, stream=stream)
+    group = name
+    add = tally.add
+    for entry in scan:
+        if by == "session" and scan.header is not None:
+            group = scan.header["id"]
+        add(entry, group)
+    for note in scan.notes:
+        cli.warn(NAME, note)
+
+
+def _all_sessions(tally, by):
+    """Every session file under the sessions directory; foreign files are skipped with a note."""
+    from pantolib import paths
+    from pantolib.errors import SessionError
+
+    for d in paths.all_dirs():
+        for path, _ in sorted(paths.list_dir(d)):
+            try:
+                with open(path, "rb") as f:
+                    _count(tally, f, path, by)
+            except (SessionError, OSError) as e:
+                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                cli.warn(NAME, f"skipped '{path}': {why}" if isinstance(e, OSError) else f"skipped {why}")
+
+
+def _json(tally, by, total):
+    import orjson
+
+    from pantolib.pricing import as_dict
+
+    def entry(head, row):
+        d = as_dict(row)
+        body = {k: d[k] for k in ("turns", "input", "output", "cacheRead", "cacheWrite",
+                                  "reasoning", "picoUsd", "knownPicoUsd", "unpricedTurns",
+                                  "cacheWrite1h")}
+        return {**head, **body}
+
+    doc = {"total": entry({}, tally.rollup("total")),
+           "models": [entry({"provider": p, "model": m}, row)
+                      for (p, m), row in sorted(tally.rollup("model").items(), key=_model_key)]}
+    if by != "model":
+        doc["sessions" if by == "session" else "days"] = [
+            entry({by: g}, row) for g, row in sorted(tally.rollup("group").items(), key=_str_key)]
+    return orjson.dumps(doc) + b"\n"
+
+
+def _table(tally, by, total):
+    from pantolib.pricing import as_dict
+
+    if by == "model":
+        heads = ["PROVIDER", "MODEL"]
+        rows = [([p or "?", m or "?"], as_dict(r))
+                for (p, m), r in sorted(tally.rollup("model").items(), key=_model_key)]
+    else:
+        heads = [by.upper()]
+        rows = [([str(g)], as_dict(r)) for g, r in sorted(tally.rollup("group").items(), key=_str_key)]
+    heads += ["TURNS"] + [h for _, h in TOKENS] + ["COST"]
+    lines = [heads]
+    for labels, d in rows:
+        lines.append(labels + _numbers(d))
+    lines.append(["TOTAL"] + [""] * (len(heads) - 7 - 1) + _numbers(total))
+    n_labels = len(heads) - 7
+    widths = [max(len(line[i]) for line in lines) for i in range(len(heads))]
+    text = []
+    for line in lines:
+        cells = [c.ljust(widths[i]) if i < n_labels else c.rjust(widths[i])
+                 for i, c in enumerate(line[:-1])]
+        text.append("  ".join(cells + [line[-1]]).rstrip() + "\n")
+    return "".join(text)
+
+
+def _numbers(d):
+    return [f"{d['turns']:,}"] + [f"{d[k]:,}" for k, _ in TOKENS] + [cost_text(d)]
+
+
+def cost_text(d):
+    """`$0.0938`, `≥ $0.4210 (3 turns unpriced)`, or `unknown (2 turns unpriced)`: never $0 for unknown."""
+    from pantolib.pricing import format_usd
+
+    n = d["unpricedTurns"]
+    if not n:
+        return format_usd(d["knownPicoUsd"])
+    what = f"({n:,} turn{'s' if n != 1 else ''} unpriced)"
+    if not d["knownPicoUsd"]:
+        return f"unknown {what}"
+    return f"≥ {format_usd(d['knownPicoUsd'])} {what}"
+
+
+def _model_key(item):
+    (p, m), _ = item
+    return (p is None, p or "", m is None, m or "")
+
+
+def _str_key(item):
+    return (item[0] is None, str(item[0]))
+
+
+def _model_label(provider, model):
+    return f"{provider or '?'}/{model or '?'}"
+
+
+EXAMPLE = """\
+# panto price table: save as ~/.config/panto/models.toml
+# (or $XDG_CONFIG_HOME/panto/models.toml), or pass it with --prices FILE.
+#
+# These are the providers' public list prices in USD per million tokens as
+# published in October 2025. Prices change: CHECK THEM against the
+# providers' pricing pages before you rely on a report. panto never prices
+# anything by itself; every number below is yours once you save this file.
+#
+# One table per [provider."model-id"]; the model id must be the one your
+# sessions record (panto-cost lists them, "?" or unpriced when unknown).
+# Quote ids that contain dots. A key left out is an UNKNOWN price (turns
+# that need it are reported unpriced); write 0 for a known zero.
+#
+#   input, output              fresh input and output (output includes reasoning)
+#   cache_read                 prompt tokens read from the cache
+#   cache_write                prompt tokens written to the cache (5-minute TTL)
+#   cache_write_1h             the part written with a 1-hour TTL
+#   above_tokens               when a request's input + cache_read + cache_write
+#                              tokens exceed it, the whole request is priced at
+#   input_above, output_above, cache_read_above, cache_write_above,
+#   cache_write_1h_above       these rates instead
+
+[anthropic."claude-sonnet-4-5-20250929"]
+input = 3.00
+output = 15.00
+cache_read = 0.30
+cache_write = 3.75
+cache_write_1h = 6.00
+above_tokens = 200000       # the 1M-token context window
+input_above = 6.00
+output_above = 22.50
+cache_read_above = 0.60
+cache_write_above = 7.50
+cache_write_1h_above = 12.00
+
+[anthropic."claude-sonnet-4-20250514"]
+input = 3.00
+output = 15.00
+cache_read = 0.30
+cache_write = 3.75
+cache_write_1h = 6.00
+above_tokens = 200000
+input_above = 6.00
+output_above = 22.50
+cache_read_above = 0.60
+cache_write_above = 7.50
+cache_write_1h_above = 12.00
+
+[anthropic."claude-opus-4-1-20250805"]
+input = 15.00
+output = 75.00
+cache_read = 1.50
+cache_write = 18.75
+cache_write_1h = 30.00
+
+[anthropic."claude-opus-4-20250514"]
+input = 15.00
+output = 75.00
+cache_read = 1.50
+cache_write = 18.75
+cache_write_1h = 30.00
+
+[anthropic."claude-3-5-haiku-20241022"]
+input = 0.80
+output = 4.00
+cache_read = 0.08
+cache_write = 1.00
+cache_write_1h = 1.60
+
+# OpenAI caches prompts by itself and bills no cache writes: a known 0.
+[openai.gpt-4o]
+input = 2.50
+output = 10.00
+cache_read = 1.25
+cache_write = 0
+
+[openai.gpt-4o-mini]
+input = 0.15
+output = 0.60
+cache_read = 0.075
+cache_write = 0
+
+[openai."gpt-4.1"]
+input = 2.00
+output = 8.00
+cache_read = 0.50
+cache_write = 0
+
+[openai."gpt-4.1-mini"]
+input = 0.40
+output = 1.60
+cache_read = 0.10
+cache_write = 0
+
+[openai.o3]
+input = 2.00
+output = 8.00
+cache_read = 0.50
+cache_write = 0
+
+[openai.o4-mini]
+input = 1.10
+output = 4.40
+cache_read = 0.275
+cache_write = 0
+
+[openai.gpt-5]
+input = 1.25
+output = 10.00
+cache_read = 0.125
+cache_write = 0
+
+[openai.gpt-5-mini]
+input = 0.25
+output = 2.00
+cache_read = 0.025
+cache_write = 0
+
+[openai.gpt-5-nano]
+input = 0.05
+output = 0.40
+cache_read = 0.005
+cache_write = 0
+"""

@@ -1,0 +1,817 @@
+"""panto-log append / replay: the session file rules (SPEC §2-4), through the real command."""
+import fcntl
+import os
+import re
+import select
+import signal
+import stat
+import subprocess
+import time
+
+import orjson
+import pytest
+
+from conftest import assert_clean_error, run
+from pantolib import entries, paths
+
+SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
+OTHER = "0199aaaa-bbbb-7ccc-8ddd-ffffffffffff"
+ID8 = re.compile(rb"^[0-9a-f]{8}$")
+TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+# -- building streams by hand ----------------------------------------------------
+
+def header(cwd, sid=SID, ts="2026-04-25T17:40:15.990Z", version=1):
+    return orjson.dumps({"type": "session", "version": version, "id": sid,
+                         "timestamp": ts, "cwd": str(cwd)}) + b"\n"
+
+
+def msg(eid, parent, role, text, ts="2026-04-25T17:40:16.000Z", stamp=True, **extra):
+    entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": ts}
+    if role == "user" and stamp:
+        entry["provider"], entry["model"] = "openai", "gpt-4o"
+    entry["message"] = {"role": role, "content": [{"type": "text", "text": text}], **extra}
+    return orjson.dumps(entry) + b"\n"
+
+
+def bare(role, text):
+    return orjson.dumps({"type": "message", "message": {"role": role,
+                         "content": [{"type": "text", "text": text}]}}) + b"\n"
+
+
+def session_bytes(cwd, sid=SID, turns=1):
+    """header, then user/assistant pairs in a linear chain."""
+    out, parent = [header(cwd, sid)], None
+    for i in range(turns):
+        u, a = f"{i:04x}aaaa", f"{i:04x}bbbb"
+        out.append(msg(u, parent, "user", f"question {i}"))
+        out.append(msg(a, u, "assistant", f"answer {i}", stopReason="stop", provider="openai",
+                       model="gpt-4o", usage={"input": 10, "output": 5}))
+        parent = a
+    return b"".join(out)
+
+
+def session_file(cwd, sid=SID, turns=1, data=None):
+    """Write a session where panto would keep it; return its path."""
+    d = paths.session_dir(str(cwd))
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    p = os.path.join(d, sid + ".jsonl")
+    with open(p, "wb") as f:
+        f.write(session_bytes(cwd, sid, turns) if data is None else data)
+    return p
+
+
+def read(p):
+    with open(p, "rb") as f:
+        return f.read()
+
+
+def lines(b):
+    """The non-blank lines of some bytes, each with its line feed."""
+    return [l + b"\n" for l in b.split(b"\n") if l.strip()]
+
+
+def log(*args, input=b"", **kw):
+    return run(["panto-log", *args], input=input, **kw)
+
+
+def ok(proc):
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert b"Traceback" not in proc.stderr
+    return proc
+
+
+# -- format core: ids, timestamps, key order, paths --------------------------------
+
+def test_uuid7_ids_are_version_7_and_time_ordered():
+    ids = [entries.uuid7() for _ in range(50)]
+    for i in ids:
+        assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", i), i
+    assert len(set(ids)) == 50
+    ms = int(ids[0].replace("-", "")[:12], 16)
+    assert abs(ms - time.time() * 1000) < 5000
+    time.sleep(0.002)
+    assert entries.uuid7()[:13] >= ids[-1][:13]
+
+
+def test_entry_ids_are_8_hex_and_collision_checked():
+    taken = set()
+    got = [entries.new_id(taken) for _ in range(2000)]
+    assert len(set(got)) == 2000 and taken == set(got)
+    assert all(ID8.match(i.encode()) for i in got)
+
+
+def test_entry_id_falls_back_to_a_longer_id_when_every_short_one_is_taken():
+    class Everything(set):
+        def __contains__(self, item):
+            return len(item) == 8
+    taken = Everything()
+    i = entries.new_id(taken)
+    assert len(i) > 8 and re.fullmatch("[0-9a-f]+", i)
+
+
+def test_timestamps_are_utc_with_milliseconds():
+    ts = entries.now_iso()
+    assert TS.match(ts), ts
+    assert len(ts) == 24
+
+
+def test_header_and_message_key_order():
+    h = entries.make_header("/p")
+    assert list(h) == ["type", "version", "id", "timestamp", "cwd"]
+    assert h["version"] == 1 and h["type"] == "session"
+    m = entries.make_message("user", [entries.text("hi")], None, set(), provider="openai", model="gpt-4o")
+    assert list(m) == ["type", "id", "parentId", "timestamp", "provider", "model", "message"]
+    assert list(m["message"]) == ["role", "content"]
+    s = entries.make_message("system", [entries.text("be brief")], m["id"], set())
+    assert "provider" not in s and "model" not in s and s["parentId"] == m["id"]
+
+
+def test_usage_writes_input_and_output_and_omits_zero_extras():
+    assert list(entries.usage_dict(10, 5)) == ["input", "output"]
+    u = entries.usage_dict(1, 2, cache_read=3, cache_write=4, reasoning=1, cache_write_1h=2)
+    assert u == {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "reasoning": 1, "cacheWrite1h": 2}
+    got = entries.usage_of({"usage": {"input": -3, "output": "7", "cacheRead": 4.5, "cacheWrite": 8}})
+    assert got["input"] == 0 and got["output"] == 0 and got["cacheRead"] == 0 and got["cacheWrite"] == 8
+    assert entries.usage_of({"role": "assistant"}) is None
+
+
+@pytest.mark.parametrize("cwd, encoded", [
+    ("/Users/t/Code/p", "--Users-t-Code-p--"),
+    ("/a-b/c", "--a-b-c--"),
+    ("/a/b-c", "--a-b-c--"),
+    ("//srv/x", "--srv-x--"),
+    ("C:\\Users\\t", "--C--Users-t--"),
+    ("/", "----"),
+])
+def test_cwd_encoding(cwd, encoded):
+    assert paths.encode_cwd(cwd) == encoded
+
+
+def _where(tmp_path, env_changes):
+    env = dict(os.environ)
+    for k, v in env_changes.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    cwd = "/a-b/c"
+    data = session_bytes(cwd)
+    ok(log("append", input=data, env=env))
+    found = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs if f.endswith(".jsonl")]
+    assert len(found) == 1, found
+    assert read(found[0]) == data
+    return found[0]
+
+
+def test_session_dir_prefers_panto_session_dir(tmp_path):
+    p = _where(tmp_path, {"PANTO_SESSION_DIR": str(tmp_path / "psd")})
+    assert p == str(tmp_path / "psd" / "--a-b-c--" / (SID + ".jsonl"))
+
+
+def test_session_dir_then_xdg_data_home(tmp_path):
+    p = _where(tmp_path, {"PANTO_SESSION_DIR": None, "XDG_DATA_HOME": str(tmp_path / "xdg")})
+    assert p == str(tmp_path / "xdg" / "panto" / "sessions" / "--a-b-c--" / (SID + ".jsonl"))
+
+
+def test_session_dir_then_home(tmp_path):
+    p = _where(tmp_path, {"PANTO_SESSION_DIR": None, "XDG_DATA_HOME": None, "HOME": str(tmp_path / "h")})
+    assert p == str(tmp_path / "h" / ".local" / "share" / "panto" / "sessions" / "--a-b-c--" / (SID + ".jsonl"))
+
+
+# -- append: deferred creation ---------------------------------------------------------
+
+def test_nothing_on_disk_until_the_first_assistant_entry(isolated, sessions):
+    data = header(isolated) + msg("00000001", None, "system", "be brief") + msg("00000002", "00000001", "user", "hi")
+    p = ok(log("append", input=data))
+    assert p.stdout == data                      # the lines still go downstream
+    assert not os.path.exists(sessions)          # no file, no directory
+    assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])
+
+
+def test_empty_stream_writes_nothing(isolated):
+    p = ok(log("append"))
+    assert p.stdout == b""
+    assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])
+
+
+def test_first_assistant_entry_creates_the_whole_file(isolated, sessions):
+    data = session_bytes(isolated, turns=2)
+    p = ok(log("append", input=data))
+    assert p.stdout == data
+    f = os.path.join(sessions, SID + ".jsonl")
+    assert read(f) == data
+    assert os.listdir(sessions) == [SID + ".jsonl"]   # no temporary file left behind
+
+
+def test_file_appears_whole_when_the_assistant_arrives(isolated, sessions):
+    """Feed line by line: before the assistant no file; right after its echo, all of it."""
+    f = os.path.join(sessions, SID + ".jsonl")
+    first = header(isolated) + msg("00000001", None, "user", "hi")
+    asst = msg("00000002", "00000001", "assistant", "hello")
+    later = msg("00000003", "00000002", "user", "more")
+    with Appender() as a:
+        a.send(first)
+        time.sleep(0.3)
+        assert not os.path.exists(f) and a.echoed == b""
+        a.send(asst)
+        a.wait_for(first + asst)
+        assert read(f) == first + asst
+        a.send(later)
+        a.wait_for(first + asst + later)
+        assert read(f) == first + asst + later
+
+
+def test_files_0600_directories_0700(isolated, sessions):
+    os.umask(0o022)
+    ok(log("append", input=session_bytes(isolated)))
+    f = os.path.join(sessions, SID + ".jsonl")
+    assert stat.S_IMODE(os.stat(f).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(sessions).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(os.environ["PANTO_SESSION_DIR"]).st_mode) == 0o700
+
+
+# -- append: durable echo ----------------------------------------------------------
+
+class Appender:
+    """A running `panto-log append` fed line by line, its echo read as it comes."""
+
+    def __init__(self, *args, env=None):
+        import shutil
+        self.p = subprocess.Popen([shutil.which("panto-log"), "append", *args], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        os.set_blocking(self.p.stdout.fileno(), False)
+        self.echoed = b""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait()
+        for f in (self.p.stdin, self.p.stdout, self.p.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+    def send(self, data):
+        self.p.stdin.write(data)
+        self.p.stdin.flush()
+
+    def pump(self, timeout=0.05):
+        r, _, _ = select.select([self.p.stdout], [], [], timeout)
+        if r:
+            chunk = self.p.stdout.read()
+            if chunk:
+                self.echoed += chunk
+            return chunk
+        return None
+
+    def wait_for(self, expected, timeout=10):
+        end = time.monotonic() + timeout
+        while self.echoed != expected and time.monotonic() < end:
+            self.pump()
+        assert self.echoed == expected
+
+    def close(self, timeout=10):
+        self.p.stdin.close()
+        while self.pump(0.2) != b"":
+            pass
+        return self.p.wait(timeout)
+
+
+def test_each_line_is_in_the_file_before_it_is_echoed(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    sent = b""
+    with Appender(f) as a:
+        for i in range(5):
+            line = msg(f"1000000{i}", None, "user", f"line {i}")
+            a.send(line)
+            sent += line
+            a.wait_for(sent)
+            assert read(f) == base + sent     # echoed, so already in the file
+        assert a.close() == 0
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/strace"), reason="needs strace")
+def test_every_line_is_fsynced_before_its_echo(isolated, tmp_path):
+    import shutil
+    f = session_file(isolated)
+    data = b"".join(msg(f"2000000{i}", None, "user", f"durable {i}") for i in range(3))
+    trace = tmp_path / "trace"
+    p = subprocess.run(["strace", "-f", "-qq", "-s", "4096", "-e", "trace=write,fsync,fdatasync", "-o", str(trace),
+                        shutil.which("panto-log"), "append", f], input=data, capture_output=True)
+    if p.returncode != 0 and b"ptrace" in p.stderr:
+        pytest.skip("ptrace not permitted here")
+    ok(p)
+    calls = [l for l in trace.read_text().splitlines() if re.search(r"\b(write|fsync|fdatasync)\(", l)]
+    # the order per line: write(file fd, line) -> f(data)sync(file fd) -> write(1, line)
+    seq = []
+    for l in calls:
+        m = re.search(r"(write|fsync|fdatasync)\((\d+)", l)
+        if m.group(1) == "write" and "durable" in l:
+            seq.append(("w1" if m.group(2) == "1" else "wf"))
+        elif m.group(1) in ("fsync", "fdatasync"):
+            seq.append("sync")
+    compact = seq
+    assert compact.count("wf") == 3 and compact.count("w1") == 3, compact
+    for i in range(3):
+        wf = [k for k, s in enumerate(compact) if s == "wf"][i]
+        w1 = [k for k, s in enumerate(compact) if s == "w1"][i]
+        assert wf < w1 and "sync" in compact[wf:w1], compact
+
+
+def test_append_keeps_writing_after_ctrl_c_until_eof(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    one = msg("30000001", "0000bbbb", "user", "before ^C")
+    two = msg("30000002", "30000001", "assistant", "after ^C")
+    with Appender(f) as a:
+        a.send(one)
+        a.wait_for(one)
+        a.p.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        assert a.p.poll() is None, "append died on SIGINT"
+        a.send(two)
+        assert a.close() == 0
+        assert a.echoed == one + two
+    assert read(f) == base + one + two
+
+
+# -- append: idempotence, bare entries, headers ---------------------------------------
+
+def test_replay_into_append_writes_nothing(isolated):
+    f = session_file(isolated, turns=3)
+    st = os.stat(f)
+    before = read(f)
+    time.sleep(0.02)
+    r = ok(log("replay", f))
+    a = ok(log("append", input=r.stdout))
+    assert a.stdout == r.stdout == before
+    assert read(f) == before
+    assert os.stat(f).st_mtime_ns == st.st_mtime_ns
+    b = ok(log("append", f, input=r.stdout))          # same with FILE named
+    assert read(f) == before and b.stdout == before
+
+
+def test_entry_already_in_the_file_is_not_written_again(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    new = msg("40000001", "0000bbbb", "user", "new")
+    data = header(isolated) + lines(base)[1] + new + lines(base)[2] + new
+    p = ok(log("append", input=data))
+    assert p.stdout == data
+    assert read(f) == base + new
+
+
+def test_bare_entries_are_completed(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    data = bare("user", "typed with jq") + bare("assistant", "ok")
+    p = ok(log("append", f, input=data))
+    out = lines(p.stdout)
+    assert len(out) == 2
+    assert read(f) == base + p.stdout
+    first, second = (orjson.loads(l) for l in out)
+    assert list(first)[:4] == ["type", "id", "parentId", "timestamp"]
+    assert ID8.match(first["id"].encode()) and ID8.match(second["id"].encode())
+    assert first["parentId"] == "0000bbbb"              # the file's leaf
+    assert second["parentId"] == first["id"]
+    assert TS.match(first["timestamp"]) and TS.match(second["timestamp"])
+    assert first["message"]["content"][0]["text"] == "typed with jq"
+    assert out[0] == orjson.dumps(first) + b"\n"       # compact, as panto writes
+
+
+def test_bare_entry_in_a_new_session_gets_the_stream_leaf_as_parent(isolated, sessions):
+    data = header(isolated) + msg("00000001", None, "user", "hi") + bare("assistant", "hello")
+    p = ok(log("append", input=data))
+    out = lines(p.stdout)
+    got = orjson.loads(out[2])
+    assert got["parentId"] == "00000001" and ID8.match(got["id"].encode())
+    assert read(os.path.join(sessions, SID + ".jsonl")) == p.stdout
+
+
+def test_refuses_a_stream_of_another_session(isolated):
+    f = session_file(isolated)
+    before = read(f)
+    data = header(isolated, sid=OTHER) + msg("50000001", None, "user", "x") + msg("50000002", "50000001", "assistant", "y")
+    p = log("append", f, input=data)
+    assert_clean_error(p, 1, "panto-log")
+    assert read(f) == before
+
+
+def test_headerless_stream_without_file_is_refused(isolated):
+    p = log("append", input=msg("60000001", None, "user", "x") + msg("60000002", "60000001", "assistant", "y"))
+    assert_clean_error(p, 1, "panto-log")
+    assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])
+
+
+def test_headerless_stream_with_file_goes_into_that_session(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    data = msg("70000001", "0000bbbb", "user", "tail -n +2") + msg("70000002", "70000001", "assistant", "ok")
+    p = ok(log("append", f, input=data))
+    assert p.stdout == data
+    assert read(f) == base + data
+
+
+def test_headerless_stream_into_a_missing_file_is_refused(isolated, tmp_path):
+    f = tmp_path / "nope.jsonl"
+    p = log("append", str(f), input=msg("70000001", None, "user", "x") + msg("70000002", "70000001", "assistant", "y"))
+    assert_clean_error(p, 1, "panto-log")
+    assert not f.exists()
+
+
+def test_append_to_a_named_new_file_uses_deferred_creation(isolated, tmp_path):
+    f = tmp_path / "mine.jsonl"
+    data = header(isolated) + msg("00000001", None, "user", "hi")
+    ok(log("append", str(f), input=data))
+    assert not f.exists()
+    data += msg("00000002", "00000001", "assistant", "yo")
+    ok(log("append", str(f), input=data))
+    assert read(f) == data
+
+
+def test_append_recovers_a_torn_file_before_writing(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    with open(f, "ab") as fh:
+        fh.write(b'{"type":"message","id":"deadbeef","parent')
+    new = msg("80000001", "0000bbbb", "user", "after the crash")
+    p = ok(log("append", f, input=new))
+    assert p.stdout == new
+    assert read(f) == base + new
+
+
+def test_unknown_entry_types_are_written_and_passed_through(isolated, sessions):
+    odd = b'{"type":"compaction", "id":"c0c0c0c0",  "parentId":"00000002","timestamp":"x","summary":{"a":[1,2.50]}}\n'
+    data = header(isolated) + msg("00000001", None, "user", "hi") + msg("00000002", "00000001", "assistant", "yo") + odd
+    p = ok(log("append", input=data))
+    assert p.stdout == data
+    assert read(os.path.join(sessions, SID + ".jsonl")) == data
+
+
+def test_invalid_line_mid_stream_keeps_what_came_before(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    good = msg("90000001", "0000bbbb", "user", "kept")
+    p = log("append", f, input=good + b'{"type":"message","id":"90000002","parentId":null,"timestamp":"t","message":{"content":[]}}\n'
+            + msg("90000003", "90000001", "user", "never reached"))
+    assert_clean_error(p, 1, "panto-log")
+    assert b":2:" in p.stderr                      # names the line
+    assert p.stdout == good
+    assert read(f) == base + good
+
+
+def test_deferred_lines_reach_downstream_even_on_error(isolated, sessions):
+    data = header(isolated) + msg("00000001", None, "user", "keep my prompt")
+    p = log("append", input=data + b"not json\n")
+    assert_clean_error(p, 1, "panto-log")
+    assert p.stdout == data
+    assert not os.path.exists(sessions)
+
+
+# -- replay: selection -----------------------------------------------------------
+
+def test_replay_by_path_id_and_prefix(isolated):
+    f = session_file(isolated)
+    data = read(f)
+    for arg in (f, SID, SID[:8], SID[:20]):
+        p = ok(log("replay", arg))
+        assert p.stdout == data, arg
+
+
+def test_replay_relative_path(isolated, tmp_path):
+    d = tmp_path / "work" / "sub"
+    d.mkdir()
+    (d / "s.jsonl").write_bytes(session_bytes(isolated))
+    p = ok(log("replay", "sub/s.jsonl"))
+    assert p.stdout == session_bytes(isolated)
+
+
+def test_replay_ambiguous_prefix_lists_candidates(isolated):
+    a = "0199aaaa-bbbb-7ccc-8ddd-000000000001"
+    b = "0199aaaa-bbbb-7ccc-8ddd-000000000002"
+    session_file(isolated, a)
+    session_file(isolated, b)
+    p = log("replay", "0199aaaa")
+    assert_clean_error(p, 1, "panto-log")
+    assert a.encode() in p.stderr and b.encode() in p.stderr
+    assert p.stdout == b""
+    ok(log("replay", a[:-1] + "2"))
+    p = ok(log("replay", "0199aaaa-bbbb-7ccc-8ddd-000000000001"))
+    assert p.stdout == session_bytes(isolated, a)
+
+
+def test_replay_unknown_id(isolated):
+    session_file(isolated)
+    p = log("replay", "ffffffff")
+    assert_clean_error(p, 1, "panto-log")
+    assert b"ffffffff" in p.stderr
+
+
+def test_replay_only_finds_sessions_of_this_directory(isolated, tmp_path):
+    session_file(tmp_path / "elsewhere")
+    p = log("replay", SID[:8])
+    assert_clean_error(p, 1, "panto-log")
+
+
+def test_replay_id_with_header_cwd_of_another_directory_is_not_found(isolated, tmp_path):
+    """Two directories encode alike; the header's cwd is authoritative."""
+    a = tmp_path / "work" / "a-b" / "c"
+    b = tmp_path / "work" / "a" / "b-c"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    assert paths.session_dir(str(a)) == paths.session_dir(str(b))
+    session_file(a, SID)
+    ok(log("replay", SID[:8], cwd=a))
+    assert_clean_error(log("replay", SID[:8], cwd=b), 1, "panto-log")
+
+
+@pytest.mark.parametrize("arg", ["../x", "a/b", "..", "x..y", "/no/such/file.jsonl"])
+def test_replay_refuses_ids_that_look_like_paths(isolated, arg):
+    session_file(isolated)
+    p = log("replay", arg)
+    assert_clean_error(p, 1, "panto-log")
+    assert p.stdout == b""
+
+
+def test_replay_last_is_the_most_recently_active(isolated):
+    old = session_file(isolated, "0199aaaa-0000-7ccc-8ddd-000000000001")   # created first
+    new = session_file(isolated, "0199bbbb-0000-7ccc-8ddd-000000000002")   # created later
+    now = time.time()
+    os.utime(new, (now - 100, now - 100))
+    os.utime(old, (now, now))                                              # but used last
+    assert ok(log("replay", "--last")).stdout == read(old)
+    assert ok(log("replay")).stdout == read(old)
+    os.utime(new, (now + 5, now + 5))
+    assert ok(log("replay", "--last")).stdout == read(new)
+
+
+def test_replay_last_ignores_sessions_of_a_colliding_directory(isolated, tmp_path):
+    a = tmp_path / "work" / "a-b" / "c"
+    b = tmp_path / "work" / "a" / "b-c"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    pa = session_file(a, "0199aaaa-0000-7ccc-8ddd-000000000001")
+    pb = session_file(b, "0199bbbb-0000-7ccc-8ddd-000000000002")
+    now = time.time()
+    os.utime(pa, (now - 50, now - 50))
+    os.utime(pb, (now, now))
+    assert ok(log("replay", "--last", cwd=a)).stdout == read(pa)
+
+
+def test_replay_last_with_no_sessions(isolated):
+    p = log("replay", "--last")
+    assert_clean_error(p, 1, "panto-log")
+
+
+# -- replay: recovery ----------------------------------------------------------------
+
+def test_torn_tail_is_truncated(isolated):
+    f = session_file(isolated, turns=2)
+    base = read(f)
+    with open(f, "ab") as fh:
+        fh.write(b'{"type":"message","id":"deadbeef","parent')
+    p = ok(log("replay", f))
+    assert p.stdout == base
+    assert read(f) == base
+    assert p.stderr and b"Traceback" not in p.stderr       # says what it cut
+
+
+def test_last_line_without_newline_is_torn_even_if_it_parses(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    extra = msg("a0000001", "0000bbbb", "user", "complete json, no line feed")[:-1]
+    with open(f, "ab") as fh:
+        fh.write(extra)
+    p = ok(log("replay", f))
+    assert p.stdout == base and read(f) == base
+
+
+def test_first_broken_line_cuts_everything_after_it(isolated):
+    f = session_file(isolated, turns=2)
+    ls = lines(read(f))
+    data = b"".join(ls[:3]) + b'{"type":"mess\n' + b"".join(ls[3:])
+    with open(f, "wb") as fh:
+        fh.write(data)
+    p = ok(log("replay", f))
+    assert p.stdout == b"".join(ls[:3])
+    assert read(f) == b"".join(ls[:3])
+
+
+def test_no_repair_leaves_the_file_and_says_what_it_would_cut(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    torn = base + b'{"type":"message","id":"dead'
+    with open(f, "wb") as fh:
+        fh.write(torn)
+    p = ok(log("replay", "--no-repair", f))
+    assert p.stdout == base
+    assert read(f) == torn
+    err = p.stderr.decode()
+    assert err.startswith("panto-log: ") and f in err and ("cut" in err or "torn" in err)
+    assert str(len(torn) - len(base)) in err or ":4" in err
+
+
+def test_schema_error_is_reported_with_file_and_line_and_file_unchanged(isolated):
+    f = session_file(isolated, turns=2)
+    ls = lines(read(f))
+    broken = b'{"type":"message","id":"b0000001","parentId":"0000bbbb","timestamp":"2026-04-25T17:40:16.000Z","message":{"content":[]}}\n'
+    data = b"".join(ls[:3]) + broken + b"".join(ls[3:])
+    with open(f, "wb") as fh:
+        fh.write(data)
+    st = os.stat(f)
+    p = log("replay", f)
+    assert_clean_error(p, 1, "panto-log")
+    assert f"{f}:4:".encode() in p.stderr
+    assert read(f) == data and os.stat(f).st_mtime_ns == st.st_mtime_ns
+
+
+@pytest.mark.parametrize("bad", [
+    b'{"type":"message","id":"b0000001","parentId":null,"timestamp":"t","message":{"role":"robot","content":[]}}',
+    b'{"type":"message","id":"b0000001","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi"}}',
+    b'{"type":"message","id":"b0000001","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":5}]}}',
+    b'{"type":"message","id":"b0000001","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"toolUse","id":"x","name":"bash","input":{}}]}}',
+    b'{"type":"message","id":"b0000001","parentId":7,"timestamp":"t","message":{"role":"user","content":[]}}',
+    b'{"type":"message","id":7,"parentId":null,"timestamp":"t","message":{"role":"user","content":[]}}',
+    b'{"type":"message","parentId":null,"timestamp":"t","message":{"role":"user","content":[]}}',
+])
+def test_schema_errors(isolated, bad):
+    f = session_file(isolated)
+    data = read(f) + bad + b"\n"
+    with open(f, "wb") as fh:
+        fh.write(data)
+    p = log("replay", f)
+    assert_clean_error(p, 1, "panto-log")
+    assert f"{f}:4:".encode() in p.stderr
+    assert read(f) == data
+
+
+def test_unknown_entry_types_are_kept(isolated):
+    f = session_file(isolated)
+    odd = b'{"type":"label","id":"c1c1c1c1","parentId":"0000bbbb","timestamp":"2026-04-25T17:40:16.000Z","text":"v1 \xe2\x9c\x93"}\n'
+    data = read(f) + odd + msg("c2c2c2c2", "c1c1c1c1", "user", "after")
+    with open(f, "wb") as fh:
+        fh.write(data)
+    p = ok(log("replay", f))
+    assert p.stdout == data and read(f) == data
+
+
+@pytest.mark.parametrize("data", [
+    msg("00000001", None, "user", "no header"),
+    b'{"type":"sess',
+    b'{"type":"session","version":1,"id":"x","timestamp":"t","cwd":"/"}',      # no line feed
+    b"not json at all\n" + msg("00000001", None, "user", "x"),
+    b"[1,2,3]\n",
+    b"\n\n",
+])
+def test_never_truncates_to_empty(isolated, data):
+    f = session_file(isolated, data=data)
+    p = log("replay", f)
+    assert_clean_error(p, 1, "panto-log")
+    assert read(f) == data
+    p = log("append", f, input=msg("00000009", None, "user", "x"))
+    assert p.returncode == 1 and read(f) == data
+
+
+def test_empty_file_is_reported_not_a_session(isolated):
+    f = session_file(isolated, data=b"")
+    assert_clean_error(log("replay", f), 1, "panto-log")
+    assert read(f) == b""
+
+
+def test_second_header_counts_as_torn(isolated):
+    f = session_file(isolated)
+    base = read(f)
+    data = base + header(isolated) + msg("d0000001", "0000bbbb", "user", "after a second header")
+    with open(f, "wb") as fh:
+        fh.write(data)
+    p = ok(log("replay", f))
+    assert p.stdout == base and read(f) == base
+
+
+def test_blank_lines_are_skipped(isolated):
+    f = session_file(isolated, turns=2)
+    ls = lines(read(f))
+    data = ls[0] + b"\n" + ls[1] + b"  \n\n" + b"".join(ls[2:])
+    with open(f, "wb") as fh:
+        fh.write(data)
+    p = ok(log("replay", f))
+    assert lines(p.stdout) == [l for l in ls]          # every entry kept, none cut
+    assert read(f) == data
+    # and the replayed stream goes back into append without writing anything
+    ok(log("append", input=p.stdout))
+    assert read(f) == data
+
+
+def test_migration_hook_leaves_version_1_unchanged(isolated):
+    f = session_file(isolated, turns=2)
+    before = read(f)
+    st = os.stat(f)
+    time.sleep(0.02)
+    ok(log("replay", f))
+    ok(log("append", f, input=b""))
+    assert read(f) == before and os.stat(f).st_mtime_ns == st.st_mtime_ns
+
+
+def test_newer_format_version_is_refused_unchanged(isolated):
+    data = header(isolated, version=2) + msg("00000001", None, "user", "x")
+    f = session_file(isolated, data=data)
+    p = log("replay", f)
+    assert_clean_error(p, 1, "panto-log")
+    assert read(f) == data
+
+
+def test_replay_waits_for_an_appender_holding_the_lock(isolated):
+    """A torn tail seen while an appender holds the lock is not cut under its feet."""
+    f = session_file(isolated)
+    base = read(f)
+    fd = os.open(f, os.O_RDWR | os.O_APPEND)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        half = msg("e0000001", "0000bbbb", "user", "being written")
+        os.write(fd, half[:20])
+        import shutil
+        p = subprocess.Popen([shutil.which("panto-log"), "replay", f], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.4)
+        os.write(fd, half[20:])
+        os.fsync(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        out, err = p.communicate(timeout=10)
+    finally:
+        os.close(fd)
+    assert p.returncode == 0, err
+    assert read(f) == base + half             # the appender's line survived
+    assert out in (base, base + half)
+
+
+# -- interoperability with the seed's serializer ---------------------------------------
+
+def _zig_file(cwd):
+    """Bytes exactly as session.zig's serializeHeader/serializeEntry lay them out."""
+    h = ('{"type":"session","version":1,"id":"019dc5ba-53f6-71a5-ab8f-b1f8709c2572",'
+         '"timestamp":"2026-04-25T17:40:15.990Z","cwd":"' + str(cwd) + '"}')
+    sys_ = ('{"type":"message","id":"s1s2s3s4","parentId":null,"timestamp":"2026-04-25T14:00:00.000Z",'
+            '"message":{"role":"system","content":[{"type":"text","text":"You are a helpful assistant."}]}}')
+    user = ('{"type":"message","id":"a1b2c3d4","parentId":"s1s2s3s4","timestamp":"2026-04-25T14:00:01.000Z",'
+            '"provider":"anthropic","model":"claude-sonnet-4-20250514",'
+            '"message":{"role":"user","content":[{"type":"text","text":"What files are in this directory? \u00e9\u2713 \\u0007 tab\\t"}]}}')
+    asst = ('{"type":"message","id":"b2c3d4e5","parentId":"a1b2c3d4","timestamp":"2026-04-25T14:00:02.000Z",'
+            '"message":{"role":"assistant","content":[{"type":"thinking","thinking":"The user wants to list files...",'
+            '"signature":"sig-xyz"},{"type":"text","text":"I\'ll check that for you."},'
+            '{"type":"toolUse","id":"tool_abc123","name":"bash","input":"{\\"command\\":\\"ls\\"}"}],'
+            '"provider":"anthropic","model":"claude-sonnet-4-20250514","stopReason":"toolUse",'
+            '"usage":{"input":1500,"output":85,"cacheRead":800,"reasoning":30}}}')
+    tool = ('{"type":"message","id":"c3d4e5f6","parentId":"b2c3d4e5","timestamp":"2026-04-25T14:00:03.000Z",'
+            '"provider":"anthropic","model":"claude-sonnet-4-20250514",'
+            '"message":{"role":"user","content":[{"type":"toolResult","toolUseId":"tool_abc123","content":"file1.txt\\nfile2.txt"}]}}')
+    last = ('{"type":"message","id":"deadbeef","parentId":"c3d4e5f6","timestamp":"2026-04-25T17:40:17.000Z",'
+            '"message":{"role":"assistant","content":[{"type":"text","text":"two files"}],'
+            '"stopReason":"stop","usage":{"input":100,"output":50}}}')
+    return ("\n".join([h, sys_, user, asst, tool, last]) + "\n").encode("utf-8")
+
+
+def test_a_file_written_by_the_seed_replays_byte_identical(isolated):
+    data = _zig_file(isolated)
+    d = paths.session_dir(str(isolated))
+    os.makedirs(d)
+    f = os.path.join(d, "019dc5ba-53f6-71a5-ab8f-b1f8709c2572.jsonl")
+    with open(f, "wb") as fh:
+        fh.write(data)
+    for arg in (f, "019dc5ba", "--last"):
+        p = ok(log("replay", arg))
+        assert p.stdout == data
+    assert read(f) == data
+    a = ok(log("append", input=data))                    # nothing new to write
+    assert a.stdout == data and read(f) == data
+    more = msg("e1e1e1e1", "deadbeef", "user", "continue")
+    ok(log("append", f, input=data + more))
+    assert read(f) == data + more
+    ls = ok(run(["panto-ls", "--json"]))
+    got = orjson.loads(ls.stdout)
+    assert got["id"] == "019dc5ba-53f6-71a5-ab8f-b1f8709c2572" and got["messages"] == 5
+
+
+def test_what_panto_writes_without_extensions_matches_the_seed_layout(isolated, sessions):
+    """A session panto creates from bare entries keeps the seed's key order."""
+    data = header(isolated) + bare("user", "hi") + bare("assistant", "yo")
+    ok(log("append", input=data))
+    f = os.path.join(sessions, SID + ".jsonl")
+    for line in lines(read(f))[1:]:
+        assert re.match(rb'^\{"type":"message","id":"[0-9a-f]{8}","parentId":(null|"[0-9a-f]{8}"),'
+                        rb'"timestamp":"[^"]+","message":\{"role":"(user|assistant)","content":\[', line), line
+
+
+# -- usage ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [[], ["frob"], ["replay", "a", "b"], ["replay", "--last", "x"],
+                                  ["append", "a", "b"], ["append", "--no-repair"], ["--bogus"]])
+def test_usage_errors_exit_2(argv):
+    p = log(*argv)
+    assert p.returncode == 2, p.stderr
+    assert b"Traceback" not in p.stderr

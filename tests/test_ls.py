@@ -1,0 +1,298 @@
+"""panto-ls (SPEC §7): this directory's sessions, most recently active first."""
+import os
+import shutil
+import subprocess
+import time
+
+import orjson
+import pytest
+
+from conftest import assert_clean_error, run
+from pantolib import paths
+
+A = "0199aaaa-bbbb-7ccc-8ddd-000000000001"
+B = "0199aaaa-bbbc-7ccc-8ddd-000000000002"   # same first 8 chars: same minute
+C = "0199cccc-0000-7ccc-8ddd-000000000003"
+
+
+def entry(eid, parent, role, text, t="2026-04-25T17:40:16.000Z"):
+    e = {"type": "message", "id": eid, "parentId": parent, "timestamp": t}
+    if role == "user":
+        e["provider"], e["model"] = "openai", "gpt-4o"
+    e["message"] = {"role": role, "content": [{"type": "text", "text": text}]}
+    return orjson.dumps(e) + b"\n"
+
+
+def make(cwd, sid, prompt="first prompt", turns=1, created="2026-04-25T17:40:15.990Z",
+         mtime=None, system=True, extra=b""):
+    cwd = str(cwd)
+    d = paths.session_dir(cwd)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    out = [orjson.dumps({"type": "session", "version": 1, "id": sid, "timestamp": created, "cwd": cwd}) + b"\n"]
+    parent = None
+    if system:
+        out.append(entry("5y5y5y5y", None, "system", "You are helpful. (not a prompt)"))
+        parent = "5y5y5y5y"
+    for i in range(turns):
+        u, a = f"{i:04x}aaaa", f"{i:04x}bbbb"
+        out.append(entry(u, parent, "user", prompt if i == 0 else f"later question {i}"))
+        out.append(entry(a, u, "assistant", f"answer {i}"))
+        parent = a
+    p = os.path.join(d, sid + ".jsonl")
+    with open(p, "wb") as f:
+        f.write(b"".join(out) + extra)
+    if mtime is not None:
+        os.utime(p, (mtime, mtime))
+    return p
+
+
+def ls(*args, **kw):
+    p = run(["panto-ls", *args], **kw)
+    assert p.returncode == 0, p.stderr
+    assert b"Traceback" not in p.stderr
+    return p
+
+
+def rows(p):
+    return [l.split("\t") for l in p.stdout.decode().splitlines()]
+
+
+def as_json(p):
+    return [orjson.loads(l) for l in p.stdout.splitlines()]
+
+
+def test_no_sessions_prints_nothing(isolated):
+    p = ls()
+    assert p.stdout == b"" and p.stderr == b""
+    assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])   # listing creates no session dirs
+
+
+def test_lists_only_this_directory_by_header_cwd(isolated, tmp_path):
+    a = tmp_path / "work" / "a-b" / "c"
+    b = tmp_path / "work" / "a" / "b-c"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    assert paths.session_dir(str(a)) == paths.session_dir(str(b))   # the folder collides
+    make(a, A, prompt="in a-b/c")
+    make(b, C, prompt="in a/b-c")
+    make(tmp_path / "elsewhere", B, prompt="elsewhere")
+    ra = rows(ls(cwd=a))
+    rb = rows(ls(cwd=b))
+    assert [r[4] for r in ra] == ["in a-b/c"]
+    assert [r[4] for r in rb] == ["in a/b-c"]
+    assert rows(ls()) == []
+    every = as_json(ls("--all", "--json"))
+    assert sorted(s["id"] for s in every) == sorted([A, B, C])
+    assert {s["id"]: s["cwd"] for s in every}[C] == str(b)
+    assert len(rows(ls("--all"))) == 3
+
+
+def test_most_recent_activity_first(isolated):
+    now = time.time()
+    make(isolated, A, prompt="created first, used last", mtime=now)
+    make(isolated, C, prompt="created last, used first", mtime=now - 3600)
+    assert [r[4] for r in rows(ls())] == ["created first, used last", "created last, used first"]
+    os.utime(paths.session_dir(str(isolated)) + f"/{C}.jsonl", (now + 60, now + 60))
+    assert [r[4] for r in rows(ls())][0] == "created last, used first"
+
+
+def test_columns_and_local_times(isolated):
+    mtime = 1777199400  # 2026-04-26T10:30:00Z
+    make(isolated, C, prompt="what files are here?", turns=2, mtime=mtime)
+    env = dict(os.environ, TZ="XYZ-5")                      # UTC+5, no tz database needed
+    p = ls(env=env)
+    line = p.stdout.decode().rstrip("\n")
+    cols = line.split("\t")
+    assert len(cols) == 5, cols
+    assert cols[0] == C[:8]
+    assert cols[1] == "2026-04-25 22:40"                     # 17:40:15Z in UTC+5
+    assert cols[2] == "2026-04-26 15:30"                     # mtime in UTC+5
+    assert cols[3] == "4 messages"
+    assert cols[4] == "what files are here?"
+    utc = rows(ls(env=dict(os.environ, TZ="UTC0")))[0]
+    assert utc[1] == "2026-04-25 17:40" and utc[2] == "2026-04-26 10:30"
+
+
+def test_shortest_unique_prefix_of_at_least_8(isolated):
+    now = time.time()
+    make(isolated, A, mtime=now)
+    make(isolated, B, mtime=now - 1)
+    make(isolated, C, mtime=now - 2)
+    got = [r[0] for r in rows(ls())]
+    assert got == ["0199aaaa-bbbb", "0199aaaa-bbbc", "0199cccc"]
+    for prefix, sid in zip(got, (A, B, C)):                 # every prefix names its session
+        p = run(["panto-log", "replay", prefix])
+        assert p.returncode == 0, p.stderr
+        assert orjson.loads(p.stdout.splitlines()[0])["id"] == sid
+
+
+def test_two_real_uuid7_sessions_in_the_same_minute_get_distinct_prefixes(isolated):
+    from pantolib import entries
+    ids = [entries.uuid7(), entries.uuid7()]
+    assert ids[0][:8] == ids[1][:8]
+    for i, sid in enumerate(ids):
+        make(isolated, sid, prompt=f"p{i}")
+    got = [r[0] for r in rows(ls())]
+    assert len(set(got)) == 2 and all(len(g) >= 8 for g in got)
+    assert {g for g in got} == {next(g for g in got if s.startswith(g)) for s in ids}
+
+
+def test_message_count_is_user_plus_assistant(isolated):
+    make(isolated, C, turns=3, system=True)
+    assert rows(ls())[0][3] == "6 messages"
+    assert as_json(ls("--json"))[0]["messages"] == 6
+
+
+def test_message_count_ignores_other_entry_types(isolated):
+    """A later entry type may embed a message object (a compaction summary, say): it is not a message."""
+    odd = (b'{"type":"compaction","id":"c0c0c0c0","parentId":"0002bbbb","timestamp":"2026-04-25T17:40:16.000Z",'
+           b'"summary":{"role":"user","content":[{"type":"text","text":"\\"role\\":\\"assistant\\""}]}}\n')
+    make(isolated, C, turns=3, system=True, extra=odd)
+    assert rows(ls())[0][3] == "6 messages"
+
+
+def test_message_count_of_entries_not_written_compactly(isolated):
+    """Valid entries written by other tools (spaces after colons) are echoed byte for byte into files."""
+    spaced = (b'{"type": "message", "id": "5a5a5a5a", "parentId": "0000bbbb", "timestamp": "2026-04-25T17:40:16.000Z", '
+              b'"message": {"role": "user", "content": [{"type": "text", "text": "spaced"}]}}\n')
+    p = make(isolated, C, turns=1, system=True, extra=spaced)
+    assert run(["panto-log", "replay", p]).returncode == 0      # a valid session
+    assert rows(ls())[0][3] == "3 messages"
+
+
+def test_one_message(isolated):
+    d = paths.session_dir(str(isolated))
+    os.makedirs(d)
+    with open(os.path.join(d, C + ".jsonl"), "wb") as f:
+        f.write(orjson.dumps({"type": "session", "version": 1, "id": C, "timestamp": "2026-04-25T17:40:15.990Z",
+                              "cwd": str(isolated)}) + b"\n" + entry("00000001", None, "assistant", "hi"))
+    assert rows(ls())[0][3] == "1 message"
+
+
+def test_first_prompt_is_the_first_user_text_on_one_line(isolated):
+    make(isolated, C, prompt="line one\nline\ttwo", turns=2)
+    r = rows(ls())[0]
+    assert "line one" in r[4] and "\t" not in r[4] and "\n" not in r[4]
+    assert r[4] != "You are helpful. (not a prompt)"
+    assert as_json(ls("--json"))[0]["firstPrompt"].startswith("line one\nline\ttwo")
+
+
+def test_json_fields(isolated):
+    mtime = 1777199400.25
+    p = make(isolated, C, prompt="hello", turns=2, mtime=mtime)
+    got = as_json(ls("--json"))
+    assert len(got) == 1
+    s = got[0]
+    for key in ("id", "path", "cwd", "created", "modified", "messages", "firstPrompt"):
+        assert key in s, key
+    assert s["id"] == C and s["cwd"] == str(isolated) and os.path.samefile(s["path"], p)
+    assert s["created"] == "2026-04-25T17:40:15.990Z"
+    assert s["modified"].startswith("2026-04-26T10:30:00") and s["modified"].endswith("Z")
+    assert s["messages"] == 4 and s["firstPrompt"] == "hello"
+
+
+def test_never_modifies_files(isolated):
+    torn = b'{"type":"message","id":"dead'
+    p = make(isolated, C, extra=torn)
+    before = open(p, "rb").read()
+    st = os.stat(p)
+    r = rows(ls())
+    assert len(r) == 1 and r[0][3] == "2 messages"          # the torn line is not counted
+    ls("--all", "--json")
+    assert open(p, "rb").read() == before
+    st2 = os.stat(p)
+    assert (st2.st_mtime_ns, st2.st_size, st2.st_mode) == (st.st_mtime_ns, st.st_size, st.st_mode)
+
+
+def test_foreign_and_broken_files_are_skipped_with_a_note(isolated):
+    make(isolated, C, prompt="the real one")
+    d = paths.session_dir(str(isolated))
+    for name, data in (("garbage.jsonl", b"\x00\xff not json\n"), ("list.jsonl", b"[1,2]\n"),
+                       ("empty.jsonl", b""), ("entry-first.jsonl", entry("00000001", None, "user", "x"))):
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    os.mkdir(os.path.join(d, "dir.jsonl"))
+    with open(os.path.join(d, "notes.txt"), "wb") as f:
+        f.write(b"not a session, not a .jsonl")
+    p = ls()
+    assert [r[4] for r in rows(p)] == ["the real one"]
+    err = p.stderr.decode()
+    for name in ("garbage.jsonl", "list.jsonl", "entry-first.jsonl"):
+        assert name in err, err
+    assert all(l.startswith("panto-ls: ") for l in err.splitlines())
+    assert "notes.txt" not in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads mode-000 files")
+def test_unreadable_file_is_skipped_with_a_note(isolated):
+    make(isolated, C)
+    p = make(isolated, A, prompt="locked")
+    os.chmod(p, 0)
+    r = ls()
+    assert len(rows(r)) == 1 and A[:8].encode() in r.stderr
+
+
+def test_cache_lives_under_xdg_cache_home_and_is_never_stale(isolated):
+    p = make(isolated, C, turns=1)
+    assert rows(ls())[0][3] == "2 messages"
+    cache = os.path.join(os.environ["XDG_CACHE_HOME"], "panto")
+    assert os.path.isdir(cache) and os.listdir(cache)
+    # append through the real command: the count follows
+    more = entry("a0000001", "0000bbbb", "user", "again") + entry("a0000002", "a0000001", "assistant", "ok")
+    assert run(["panto-log", "append", p], input=more).returncode == 0
+    assert rows(ls())[0][3] == "4 messages"
+    # same size, mtime put back: still seen (ctime / identity change)
+    st = os.stat(p)
+    data = open(p, "rb").read()
+    with open(p, "r+b") as f:
+        f.write(data.replace(b'"role":"system"', b'"role":"user"  ', 1))
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(p).st_size == st.st_size
+    assert rows(ls())[0][3] == "5 messages"
+    # replaced by another file under the same name
+    tmp = p + ".new"
+    with open(tmp, "wb") as f:
+        f.write(data.split(b"\n", 1)[0] + b"\n")
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.rename(tmp, p)
+    assert rows(ls())[0][3] == "0 messages"
+    # removed: gone from the list
+    os.unlink(p)
+    assert rows(ls()) == []
+
+
+def test_a_broken_cache_is_ignored(isolated):
+    make(isolated, C, turns=2)
+    ls()
+    cache = os.path.join(os.environ["XDG_CACHE_HOME"], "panto")
+    for name in os.listdir(cache):
+        with open(os.path.join(cache, name), "wb") as f:
+            f.write(b'{"version":1,"files":{"x": [1]}, garbage')
+    assert rows(ls())[0][3] == "4 messages"
+
+
+def test_an_unwritable_cache_only_costs_speed(isolated):
+    make(isolated, C)
+    with open(os.path.join(os.environ["HOME"], "cachefile"), "wb"):
+        pass
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(os.environ["HOME"], "cachefile"))
+    p = ls(env=env)
+    assert rows(p)[0][3] == "2 messages"
+
+
+def test_closed_downstream_ends_quietly(isolated):
+    for i in range(30):
+        make(isolated, f"0199{i:04x}-0000-7ccc-8ddd-{i:012x}", prompt="x" * 70)
+    exe = shutil.which("panto-ls")
+    proc = subprocess.Popen([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()                         # the reader is gone before anything is written
+    err = proc.stderr.read()
+    assert proc.wait(10) == 0 and err == b""
+    sh = subprocess.run(["bash", "-c", "set -o pipefail; panto-ls | head -1"], capture_output=True)
+    assert sh.returncode == 0 and sh.stderr == b"" and sh.stdout.count(b"\n") == 1
+
+
+def test_usage_errors_exit_2(isolated):
+    for argv in (["--bogus"], ["extra"], ["--all", "--all", "x"]):
+        p = run(["panto-ls", *argv])
+        assert_clean_error(p, 2)

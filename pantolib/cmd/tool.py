@@ -1,0 +1,82 @@
+"""Run the tool calls the model asked for and append their results.
+
+Usage:
+  panto-tool [--yes] [--timeout=SECONDS] [--quiet | --live]
+  panto-tool --list
+  panto-tool -h | --help
+  panto-tool --version
+
+Reads a panto stream, passes it through unchanged, runs the tool uses of the
+leaf assistant entry that have no result yet (in the working directory) and
+appends one user entry with a toolResult per use. bash, write and edit ask
+for confirmation on the terminal: y(es), n(o) or a(lways for this session).
+
+Options:
+  --yes                Run every call without asking.
+  --timeout=SECONDS    Default time limit of a bash call [default: 120].
+  --quiet              Do not show the calls and their output on stderr.
+  --live               Show them even when stderr is not a terminal.
+  --list               Print the JSON schemas of the built-in tools.
+  -h --help            Show this help.
+  --version            Show the version.
+"""
+import os
+import sys
+
+from pantolib import cli
+
+NAME = "panto-tool"
+
+
+@cli.command(NAME)
+def main(argv=None):
+    args = cli.parse(__doc__, argv)
+    from pantolib.errors import UsageError
+
+    if args["--list"]:
+        import orjson
+
+        from pantolib import tools
+
+        cli.stdout().write(orjson.dumps(tools.schemas(), option=orjson.OPT_INDENT_2) + b"\n")
+        return cli.OK
+    try:
+        timeout = float(args["--timeout"])
+        if not timeout > 0:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"--timeout must be a positive number of seconds, not '{args['--timeout']}'") from None
+    return run(args["--yes"], timeout, live=args["--live"] or (not args["--quiet"] and sys.stderr.isatty()))
+
+
+def run(yes, timeout, live):
+    from pantolib import stream
+    from pantolib.conversation import Session
+    from pantolib.errors import SessionError
+    from pantolib.tools import runner
+
+    out = cli.stdout()
+    session = Session()
+    for line in stream.read(cli.stdin()):
+        out.write(line.raw)
+        if line.kind == stream.BARE:
+            raise SessionError("bare entry in the stream (complete it first with panto-log append)",
+                               "<stdin>", line.lineno)
+        session.add(line)
+    out.flush()   # downstream persists the calls before any of them runs
+    header_id = session.header.get("id") if session.header else None
+    approver = runner.Approver(yes=yes, session_id=header_id)
+    try:
+        entry, interrupted = runner.answer(session, approver, runner.Display(live),
+                                           cwd=os.getcwd(), timeout=timeout)
+    finally:
+        approver.close()
+    if entry is None:
+        return cli.OK
+    out.write(stream.dumps(entry))
+    out.flush()
+    if approver.no_tty and not yes:
+        cli.warn(NAME, "calls that need confirmation were declined: no terminal (use --yes to allow them)")
+    if interrupted:
+        raise KeyboardInterrupt
+    return cli.OK

@@ -1,0 +1,83 @@
+"""The built-in tools panto-tool runs and panto-send offers to the model.
+
+`schemas()` lists them as {"name", "description", "parameters"} (a JSON
+schema); `run(name, input_json_text)` runs one call and returns
+(content, is_error). A call never raises: bad arguments, unknown tools and
+failures become error results, and every result is capped at 50 KB and has
+the environment's API keys redacted.
+"""
+import importlib
+import os
+
+NAMES = ("bash", "read", "write", "edit")
+MUTATING = frozenset(("bash", "write", "edit"))
+_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+          "object": (dict,), "array": (list,)}
+
+
+def _module(name):
+    return importlib.import_module(f"pantolib.tools.{name}")
+
+
+def schemas():
+    """The JSON schemas of the built-in tools, in a stable order."""
+    return [dict(_module(n).SCHEMA) for n in NAMES]
+
+
+def _check(schema, args):
+    params = schema["parameters"]
+    for key in params.get("required", ()):
+        if key not in args or args[key] is None:
+            return f"missing required argument '{key}'"
+    for key, spec in params["properties"].items():
+        if key in args and args[key] is not None:
+            want = _TYPES.get(spec.get("type"), (object,))
+            v = args[key]
+            if (isinstance(v, bool) and bool not in want) or not isinstance(v, want):
+                article = "an" if spec["type"][0] in "aeiou" else "a"
+                return f"argument '{key}' must be {article} {spec['type']}, not {type(v).__name__}"
+    return None
+
+
+def parse_args(input_text):
+    """The arguments of a call as a dict, or raise ValueError saying what is wrong."""
+    import orjson
+
+    if input_text is None or not input_text.strip():
+        return {}
+    try:
+        args = orjson.loads(input_text)
+    except orjson.JSONDecodeError as e:
+        raise ValueError(f"the arguments are not valid JSON ({str(e).split(':')[0]})") from None
+    if not isinstance(args, dict):
+        raise ValueError(f"the arguments must be a JSON object, not {type(args).__name__}")
+    return args
+
+
+def run(name, input_text, cwd=None, timeout=None, env=None):
+    """Run one tool call: (content_text, is_error). Never raises for a bad call."""
+    from pantolib.tools.common import CAP, ToolError, cap_text, redact, secrets
+
+    keys = secrets(env)
+    cwd = os.getcwd() if cwd is None else cwd
+    if name not in NAMES:
+        content, err = f"unknown tool '{name}' (available: {', '.join(NAMES)})", True
+    else:
+        mod = _module(name)
+        try:
+            args = parse_args(input_text)
+            problem = _check(mod.SCHEMA, args)
+            if problem:
+                raise ToolError(problem)
+            content, err = mod.run(args, cwd, timeout=timeout)
+        except (ToolError, ValueError) as e:
+            content, err = str(e), True
+        except OSError as e:
+            where = f"'{e.filename}': " if getattr(e, "filename", None) else ""
+            content, err = f"{where}{e.strerror or e}", True
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:  # a bug in a tool must not lose the session
+            content, err = f"internal error in tool '{name}': {type(e).__name__}: {e}", True
+    # tools cap their own output (with a note); this is the backstop for the rest
+    return redact(cap_text(content, CAP + 1024), keys), err

@@ -1,0 +1,115 @@
+"""bash: run a shell command in the working directory.
+
+The command runs in a process group of its own, with stdin closed and
+without the provider API keys in its environment. On timeout (or Ctrl-C)
+the whole group is killed; when the shell exits, processes it left running
+in its group are killed too, so no call outlives its result.
+"""
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+
+from pantolib.tools.common import CAP, ToolError, cap_bytes, without_keys
+
+DEFAULT_TIMEOUT = 120
+MAX_TIMEOUT = 3600
+LINGER = 0.2   # seconds to wait for the pipe to close after the shell exits
+
+SCHEMA = {
+    "name": "bash",
+    "description": (
+        "Run a shell command (bash -c) in the working directory and return its "
+        "combined stdout and stderr. Stdin is closed. Output beyond 50 KB is cut "
+        "in the middle. The command is killed after `timeout` seconds "
+        f"(default {DEFAULT_TIMEOUT}). A non-zero exit status is reported as an error."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line to run."},
+            "timeout": {"type": "number", "description": f"Seconds before the command is killed (default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT})."},
+        },
+        "required": ["command"],
+    },
+}
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run(args, cwd, timeout=None):
+    command = args["command"]
+    limit = args.get("timeout")
+    if limit is None:
+        limit = DEFAULT_TIMEOUT if timeout is None else timeout
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0:
+        raise ToolError("'timeout' must be a positive number of seconds")
+    limit = min(limit, MAX_TIMEOUT)
+    shell = shutil.which("bash") or "/bin/sh"
+    proc = subprocess.Popen(
+        [shell, "-c", command], cwd=cwd, env=without_keys(),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    head, tail, total = bytearray(), bytearray(), 0
+    half = CAP // 2
+    deadline = time.monotonic() + limit
+    timed_out = False
+    exited_at = None
+    fd = proc.stdout.fileno()
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > LINGER:
+                break   # the shell is gone; something it started still holds the pipe
+            wait = min(deadline - now, 0.05 if exited_at is None else LINGER)
+            if not sel.select(wait):
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            total += len(chunk)
+            if len(head) < half:
+                take = half - len(head)
+                head += chunk[:take]
+                chunk = chunk[take:]
+            if chunk:
+                tail += chunk
+                if len(tail) > 2 * half:
+                    del tail[:-half]
+        if not timed_out:   # the output is closed: let the shell finish
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        sel.close()
+        _kill_group(proc)   # on timeout, Ctrl-C, or what the shell left running
+        proc.stdout.close()
+        proc.wait()
+    output = cap_bytes(bytes(head), bytes(tail), total)
+    if timed_out:
+        note = f"[timed out after {limit:g} s: the command and its process group were killed]"
+        return (output + ("\n" if output and not output.endswith("\n") else "") + note), True
+    status = proc.returncode
+    if status:
+        if status < 0:
+            note = f"[killed by signal {-status}]"
+        else:
+            note = f"[exit status {status}]"
+        return (output + ("\n" if output and not output.endswith("\n") else "") + note), True
+    return output if output else "(no output)", False

@@ -11,11 +11,12 @@ import orjson
 
 from pantolib import paths
 
-CHUNK = 1 << 20
 PROMPT_MAX = 500
-# Every message entry has exactly one "role" key, written compactly by panto
-# and by the seed. Inside a JSON string a quote is escaped, so these bytes
-# cannot occur in text: counting them counts message entries.
+# panto and the seed write entries compactly, type first: a message entry line
+# starts with MESSAGE and holds exactly one of ROLE_KEYS (a quote inside a JSON
+# string is escaped, so text cannot fake them). Any other line that mentions
+# "message" is parsed, so entries written by hand with other spacing count too.
+MESSAGE = b'{"type":"message",'
 ROLE_KEYS = (b'"role":"user"', b'"role":"assistant"')
 CACHE_VERSION = 1
 
@@ -29,14 +30,36 @@ def _key(st):
 
 
 def _first_prompt(obj):
-    for block in obj.get("message", {}).get("content", ()):
+    content = obj.get("message", {}).get("content", ())
+    for block in content if isinstance(content, list) else ():
         if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
             return block["text"][:PROMPT_MAX]
     return None
 
 
+def _message_role(raw):
+    """The role of a message entry line, cheaply; None for any other line."""
+    if raw.startswith(MESSAGE):
+        user, assistant = raw.count(ROLE_KEYS[0]), raw.count(ROLE_KEYS[1])
+        if user + assistant == 1:
+            return "user" if user else "assistant"
+    elif b'"message"' not in raw:
+        return None
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is dict and obj.get("type") == "message" and isinstance(obj.get("message"), dict):
+        return obj["message"].get("role")
+    return None
+
+
 def summarize(path):
-    """(header, message count, first prompt) of a session file, read cheaply."""
+    """(header, message count, first prompt) of a session file, read cheaply.
+
+    Only the header and the first user entry are parsed; the other lines are
+    told apart by their bytes. A torn last line is not counted.
+    """
     with open(path, "rb") as f:
         first = f.readline(1 << 20)
         try:
@@ -48,37 +71,17 @@ def summarize(path):
             raise NotASession("not a panto session")
         prompt = None
         count = 0
-        tail = b""
-        # The first user prompt is near the top: look at whole lines first.
-        while prompt is None:
-            raw = f.readline()
-            if not raw.endswith(b"\n"):
-                tail = raw  # a torn last line, or the end
+        for raw in f:
+            if raw[-1:] != b"\n":
                 break
-            n = sum(raw.count(k) for k in ROLE_KEYS)
-            count += n
-            if n and b'"role":"user"' in raw:
-                try:
-                    obj = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    break
-                if type(obj) is dict and obj.get("type") == "message":
-                    prompt = _first_prompt(obj)
-        # The rest: count in large chunks, ignoring a torn last line.
-        overlap = b""
-        while True:
-            chunk = f.read(CHUNK)
-            if not chunk:
-                break
-            data = overlap + chunk
-            cut = data.rfind(b"\n") + 1
-            count += sum(data[:cut].count(k) for k in ROLE_KEYS)
-            overlap = data[cut:]
-            if len(overlap) > 4 * CHUNK:  # one huge line: count the settled part
-                keep = len(max(ROLE_KEYS, key=len))
-                count += sum(overlap[:-keep].count(k) for k in ROLE_KEYS)
-                overlap = overlap[-keep:]
-        del tail
+            role = _message_role(raw)
+            if role == "user" or role == "assistant":
+                count += 1
+                if prompt is None and role == "user":
+                    try:
+                        prompt = _first_prompt(orjson.loads(raw))
+                    except (orjson.JSONDecodeError, AttributeError):
+                        pass
     return header, count, prompt
 
 

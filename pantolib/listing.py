@@ -12,12 +12,14 @@ import orjson
 from pantolib import paths
 
 PROMPT_MAX = 500
-# panto and the seed write entries compactly, type first: a message entry line
-# starts with MESSAGE and holds exactly one of ROLE_KEYS (a quote inside a JSON
-# string is escaped, so text cannot fake them). Any other line that mentions
-# "message" is parsed, so entries written by hand with other spacing count too.
+# panto and the seed write entries compactly, type first, with the message
+# object last but for its content: a message line starts with MESSAGE and
+# names its role within its first few hundred bytes. Quotes inside JSON
+# strings are escaped, so no earlier string can fake ROLE. Any other line
+# that mentions "message" is parsed, so hand-written entries count too.
 MESSAGE = b'{"type":"message",'
-ROLE_KEYS = (b'"role":"user"', b'"role":"assistant"')
+ROLE = b'"message":{"role":"'
+ROLE_WINDOW = 1024
 CACHE_VERSION = 1
 
 
@@ -40,9 +42,12 @@ def _first_prompt(obj):
 def _message_role(raw):
     """The role of a message entry line, cheaply; None for any other line."""
     if raw.startswith(MESSAGE):
-        user, assistant = raw.count(ROLE_KEYS[0]), raw.count(ROLE_KEYS[1])
-        if user + assistant == 1:
-            return "user" if user else "assistant"
+        i = raw.find(ROLE, 0, ROLE_WINDOW)
+        if i >= 0:
+            i += len(ROLE)
+            j = raw.find(b'"', i, i + 16)
+            if j > 0:
+                return raw[i:j].decode("ascii", "replace")
     elif b'"message"' not in raw:
         return None
     try:

@@ -29,6 +29,7 @@ their keys spell joined with ".", so it means the same as `[openai."gpt-4.1"]`.
 """
 import os
 
+from pantolib.entries import usage_of
 from pantolib.errors import PantoError
 
 PICO_PER_USD = 10**12
@@ -76,6 +77,9 @@ class Price:
         return f"Price({', '.join(f'{k}={v}' for k, v in known.items())})"
 
 
+UNKNOWN = Price()
+
+
 def pico_per_token(usd_per_mtok, key="price"):
     """USD per million tokens (int, float or Decimal) -> picodollars per token.
 
@@ -111,8 +115,10 @@ def turn_cost(usage, price):
     (input + cacheRead + cacheWrite) exceed above_tokens, every category of
     the request is priced at its `_above` rate.
     """
-    if usage is None or price is None:
+    if usage is None:
         return None
+    if price is None:  # a model missing from the table: every rate unknown
+        price = UNKNOWN
     inp, out, cr, cw = usage["input"], usage["output"], usage["cacheRead"], usage["cacheWrite"]
     cw1h = min(usage.get("cacheWrite1h", 0), cw)
     rates = price.base
@@ -219,6 +225,8 @@ def _models(provider, models, name):
         keys, t = stack.pop()
         scalars, subs = {}, []
         for k, v in t.items():
+            if isinstance(v, dict) and keys and k in KEYS:
+                raise PantoError(f"{name}: [{_label(provider, *keys)}] '{k}' is not a number (a table)")
             if isinstance(v, dict):
                 subs.append((k, v))
             elif isinstance(v, list) and any(isinstance(x, dict) for x in v):
@@ -324,8 +332,6 @@ class Tally:
 
     def add(self, entry, group=None):
         """Count one assistant entry (a parsed line)."""
-        from pantolib.entries import usage_of
-
         msg = entry["message"]
         provider, model = msg.get("provider"), msg.get("model")
         if provider is None:
@@ -409,16 +415,20 @@ class Scan:
     longest line.
     """
 
-    def __init__(self, f, name, stream=False):
-        self.f, self.name, self.stream = f, name, stream
+    def __init__(self, f, name, stream=False, chunk=CHUNK):
+        self.f, self.name, self.stream, self.chunk = f, name, stream, chunk
         self.header, self.notes = None, []
         self._first = True
 
     def __iter__(self):
-        read = self.f.read
-        pending, before, self._stop = [], 0, False
+        read, size = self.f.read, self.chunk
+        try:  # line numbers are only needed for notes: count them then, if the file can seek
+            self._count = not self.f.seekable()
+        except (AttributeError, ValueError, OSError):
+            self._count = True
+        pending, self._before, self._offset, self._stop = [], 0, 0, False
         while True:
-            chunk = read(CHUNK)
+            chunk = read(size)
             if chunk:
                 if chunk.rfind(b"\n") < 0:  # a line longer than a chunk: gather it
                     pending.append(chunk)
@@ -429,24 +439,44 @@ class Scan:
                 if not buf.strip():
                     return
                 if not self.stream:
-                    self.notes.append(f"{self.name}:{before + 1}: the last line has no line feed "
-                                      f"(a torn write); ignored")
+                    self.notes.append(f"{self.name}:{self._lineno(buf, 0)}: the last line has no "
+                                      f"line feed (a torn write); ignored")
                     return
                 buf += b"\n"  # a stream's unterminated last line counts if it parses
             end = buf.rfind(b"\n") + 1
-            yield from self._scan(buf, end, before)
+            yield from self._scan(buf, end)
             if self._stop or not chunk:
                 return
-            before += buf.count(b"\n", 0, end)
+            if self._count:
+                self._before += buf.count(b"\n", 0, end)
+            self._offset += end
             pending = [buf[end:]] if end < len(buf) else []
 
-    def _scan(self, buf, end, before):
+    def _lineno(self, buf, pos):
+        """The line number of offset pos in buf (the current window of the stream)."""
+        if self._count:
+            return self._before + buf.count(b"\n", 0, pos) + 1
+        here = self.f.tell()
+        try:
+            self.f.seek(0)
+            n, left = 0, self._offset + pos
+            while left > 0:
+                block = self.f.read(min(left, CHUNK))
+                if not block:
+                    break
+                n += block.count(b"\n")
+                left -= len(block)
+            return n + 1
+        finally:
+            self.f.seek(here)
+
+    def _scan(self, buf, end):
         import orjson
 
         mark, loads = MARK, orjson.loads
         pos = 0
         if self._first:
-            pos = self._first_line(buf, end, before)
+            pos = self._first_line(buf, end)
             if pos is None:
                 return
             if pos < 0:  # the first line was an assistant entry
@@ -461,23 +491,22 @@ class Scan:
             try:
                 obj = loads(buf[s:e])
             except orjson.JSONDecodeError:
-                self._torn(before + buf.count(b"\n", 0, s) + 1)
+                self._torn(self._lineno(buf, s))
                 self._stop = True
                 return
             if _is_assistant(obj):
                 yield obj
             pos = e
 
-    def _first_line(self, buf, end, lines_before):
+    def _first_line(self, buf, end):
         """Check the first non-blank line; the offset after it (negative: yield it), or None."""
         import orjson
 
         from pantolib.stream import HEADER, classify
 
-        pos, lineno = 0, lines_before
+        pos = 0
         while pos < end:
             e = buf.find(b"\n", pos) + 1
-            lineno += 1
             raw = buf[pos:e]
             if raw.strip():
                 break
@@ -492,7 +521,8 @@ class Scan:
             why = "not valid JSON" if isinstance(e, orjson.JSONDecodeError) else str(e)
             from pantolib.errors import SessionError
 
-            raise SessionError(f"not a panto session or stream ({why})", self.name, lineno) from None
+            raise SessionError(f"not a panto session or stream ({why})", self.name,
+                               self._lineno(buf, pos)) from None
         if kind == HEADER:
             self.header = obj
             return e

@@ -1,0 +1,353 @@
+"""pantolib.pricing in-process: units, unknown prices, turn cost rules, models.toml.
+
+The seed's figures are micro-cents; panto stores picodollars, so every seed
+figure appears here multiplied by 10^4.
+"""
+import io
+from decimal import Decimal
+
+import orjson
+import pytest
+
+from pantolib import pricing
+from pantolib.errors import PantoError, SessionError
+from pantolib.pricing import Price, pico_per_token, turn_cost
+
+
+def usage(input=0, output=0, cacheRead=0, cacheWrite=0, reasoning=0, cacheWrite1h=0):
+    return dict(input=input, output=output, cacheRead=cacheRead, cacheWrite=cacheWrite,
+                reasoning=reasoning, cacheWrite1h=cacheWrite1h)
+
+
+# --- units --------------------------------------------------------------------
+
+@pytest.mark.parametrize("usd, pico", [
+    (3.0, 3_000_000), (15.0, 15_000_000), (0.3, 300_000), (0, 0), (-1, 0),  # seed x 10^4
+    (0.1 * 3.0, 300_000),                  # float noise rounds to the clean integer
+    (3, 3_000_000), (Decimal("3.75"), 3_750_000),
+    (Decimal("0.005"), 5_000), (Decimal("0.025"), 25_000), (Decimal("0.125"), 125_000),
+    (0.005, 5_000), (0.075, 75_000), (0.275, 275_000),
+    (Decimal("0.0000005"), 1), (Decimal("0.0000004"), 0),  # half up
+    (Decimal("1e-30"), 0), (Decimal("-0.5"), 0), (Decimal("-0"), 0),
+    (float("nan"), 0), (float("inf"), 0), (float("-inf"), 0),
+    (Decimal("NaN"), 0), (Decimal("Infinity"), 0), (Decimal("-Infinity"), 0),
+])
+def test_pico_per_token(usd, pico):
+    got = pico_per_token(usd)
+    assert got == pico and type(got) is int
+
+
+@pytest.mark.parametrize("bad", ["3", True, False, None, [3], {"a": 1}])
+def test_pico_per_token_refuses_non_numbers(bad):
+    with pytest.raises(ValueError, match="'input' is not a number"):
+        pico_per_token(bad, "input")
+
+
+def test_pico_per_token_refuses_absurd_prices():
+    with pytest.raises(ValueError, match="too large"):
+        pico_per_token(Decimal("1e400"), "output")
+    with pytest.raises(ValueError, match="too large"):
+        pico_per_token(10**100, "output")
+
+
+@pytest.mark.parametrize("pico, text", [
+    (0, "$0.0000"), (9_375_000_000, "$0.0094"), (6_000_000_000, "$0.0060"),
+    (421_000_000_000, "$0.4210"), (50_000_000, "$0.0001"), (49_999_999, "$0.000049999999"),
+    (5_000, "$0.000000005"), (1, "$0.000000000001"), (1234 * 10**12, "$1,234.0000"),
+])
+def test_format_usd(pico, text):
+    assert pricing.format_usd(pico) == text
+
+
+# --- turn cost (the seed's costMicroCents tests, x 10^4) ------------------------
+
+def test_standard_mixed_input_output():
+    p = Price(input=3_000_000, output=15_000_000)
+    assert turn_cost(usage(input=1000, output=200), p) == 6_000_000_000
+
+
+def test_cache_read_and_write_rates_are_honoured():
+    p = Price(input=3_000_000, output=15_000_000, cache_read=300_000, cache_write=3_750_000)
+    u = usage(input=1000, output=200, cacheRead=5000, cacheWrite=500)
+    assert turn_cost(u, p) == 9_375_000_000
+
+
+def test_reasoning_is_never_added():
+    p = Price(input=0, output=15_000_000)
+    assert turn_cost(usage(output=100, reasoning=60), p) == 1_500_000_000
+
+
+def test_unknown_price_with_tokens_makes_the_turn_unknown():
+    p = Price(input=2_500_000, output=10_000_000)
+    assert turn_cost(usage(input=1000, output=200, cacheRead=500), p) is None
+
+
+def test_unknown_price_with_zero_tokens_stays_known():
+    p = Price(input=2_500_000, output=10_000_000)
+    assert turn_cost(usage(input=1000, output=200), p) == 4_500_000_000
+
+
+def test_known_zero_price_is_not_unknown():
+    p = Price(input=2_500_000, output=10_000_000, cache_write=0)
+    assert turn_cost(usage(input=10, cacheWrite=1000), p) == 25_000_000
+
+
+def test_no_usage_is_unknown_even_for_free_models():
+    assert turn_cost(None, Price(input=0, output=0, cache_read=0, cache_write=0)) is None
+
+
+def test_model_missing_from_the_table():
+    assert turn_cost(usage(input=1), None) is None
+    assert turn_cost(usage(), None) == 0  # no tokens in any category: nothing is unknown
+
+
+def test_one_hour_cache_writes_use_their_own_rate():
+    p = Price(input=3_000_000, cache_write=3_750_000, cache_write_1h=6_000_000)
+    u = usage(input=10, cacheWrite=1000, cacheWrite1h=400)
+    assert turn_cost(u, p) == 10 * 3_000_000 + 600 * 3_750_000 + 400 * 6_000_000
+
+
+def test_one_hour_cache_writes_without_a_price_are_unknown_not_underpriced():
+    p = Price(input=3_000_000, cache_write=3_750_000)
+    assert turn_cost(usage(cacheWrite=1000, cacheWrite1h=1), p) is None
+    assert turn_cost(usage(cacheWrite=1000), p) == 1000 * 3_750_000
+
+
+def test_one_hour_part_larger_than_cache_write_is_clamped():
+    p = Price(cache_write=1, cache_write_1h=10)
+    assert turn_cost(usage(cacheWrite=5, cacheWrite1h=50), p) == 50
+
+
+def long_context():
+    return Price(input=3_000_000, output=15_000_000, cache_read=300_000, cache_write=3_750_000,
+                 cache_write_1h=6_000_000, above_tokens=200_000, input_above=6_000_000,
+                 output_above=22_500_000, cache_read_above=600_000, cache_write_above=7_500_000,
+                 cache_write_1h_above=12_000_000)
+
+
+def test_long_context_tier_prices_the_whole_request():
+    p = long_context()
+    at = usage(input=100_000, cacheRead=90_000, cacheWrite=10_000, output=1000)  # exactly 200k
+    assert turn_cost(at, p) == (100_000 * 3_000_000 + 90_000 * 300_000 + 10_000 * 3_750_000
+                                + 1000 * 15_000_000)
+    over = usage(input=100_001, cacheRead=90_000, cacheWrite=10_000, cacheWrite1h=4000, output=1000)
+    assert turn_cost(over, p) == (100_001 * 6_000_000 + 90_000 * 600_000 + 6000 * 7_500_000
+                                  + 4000 * 12_000_000 + 1000 * 22_500_000)
+
+
+def test_long_context_counts_cached_prompt_tokens_too():
+    p = long_context()
+    mostly_cached = usage(input=1, cacheRead=200_000, output=1)
+    assert turn_cost(mostly_cached, p) == 6_000_000 + 200_000 * 600_000 + 22_500_000
+
+
+def test_long_context_without_an_above_rate_is_unknown():
+    p = Price(input=3_000_000, output=15_000_000, above_tokens=200_000, input_above=6_000_000)
+    assert turn_cost(usage(input=200_001, output=1), p) is None
+    assert turn_cost(usage(input=200_001), p) == 200_001 * 6_000_000
+    assert turn_cost(usage(input=200_000, output=1), p) == 200_000 * 3_000_000 + 15_000_000
+
+
+def test_exact_sums_where_floats_drift():
+    price = Price(input=pico_per_token(Decimal("0.005")), output=pico_per_token(Decimal("0.1")))
+    total = sum(turn_cost(usage(input=3, output=7), price) for _ in range(100_000))
+    assert total == 100_000 * (3 * 5_000 + 7 * 100_000)
+    floats = sum(3 * 0.005 / 1e6 + 7 * 0.1 / 1e6 for _ in range(100_000))
+    assert floats != total / 10**12  # what a float sum would have said
+
+
+# --- models.toml (the seed's models_toml tests, x 10^4) -------------------------
+
+SEED_TOML = b"""\
+[anthropic."claude-sonnet-4-20250514"]
+input = 3.0
+output = 15.0
+cache_read = 0.3
+cache_write = 3.75
+
+[openai.gpt-4o]
+input = 2.5
+output = 10.0
+cache_read = 1.25
+
+[openai.gpt-4o-mini]
+input = 0.15
+output = 0.6
+"""
+
+
+def test_two_providers_several_models():
+    prices = pricing.parse(SEED_TOML)
+    assert len(prices) == 3
+    anth = prices.get("anthropic", "claude-sonnet-4-20250514")
+    assert (anth.input, anth.output, anth.cache_read, anth.cache_write) == (
+        3_000_000, 15_000_000, 300_000, 3_750_000)
+    oa = prices.get("openai", "gpt-4o")
+    assert (oa.input, oa.output, oa.cache_read, oa.cache_write) == (2_500_000, 10_000_000, 1_250_000, None)
+    mini = prices.get("openai", "gpt-4o-mini")
+    assert (mini.input, mini.output, mini.cache_read, mini.cache_write) == (150_000, 600_000, None, None)
+    assert prices.get("openai", "gpt-5") is None
+    assert prices.notes == []
+
+
+def test_integers_are_accepted():
+    p = pricing.parse(b"[openai.gpt-4o]\ninput = 3\noutput = 15\n").get("openai", "gpt-4o")
+    assert (p.input, p.output) == (3_000_000, 15_000_000)
+
+
+def test_missing_fields_stay_unknown_and_zero_is_known():
+    p = pricing.parse(b"[openai.gpt-4o]\ninput = 2.5\noutput = 10.0\ncache_read = 1.25\n"
+                      b"cache_write = 0\n").get("openai", "gpt-4o")
+    assert p.cache_write == 0 and p.cache_write_1h is None and p.above_tokens is None
+
+
+def test_numbers_are_read_exactly():
+    p = pricing.parse(b"[openai.x]\ninput = 0.005\noutput = 1e-1\ncache_read = 0.30000000000000004\n"
+                      b"cache_write = 1_000\n").get("openai", "x")
+    assert (p.input, p.output, p.cache_read, p.cache_write) == (5_000, 100_000, 300_000, 1_000_000_000)
+
+
+def test_malformed_toml_names_file_line_and_column():
+    with pytest.raises(PantoError, match=r"^F:1:5: invalid value"):
+        pricing.parse(b"x = =\n", "F")
+    with pytest.raises(PantoError, match=r"^F:3:\d+: "):
+        pricing.parse(b"[a.b]\ninput = 1\n[a.b]\n", "F")
+    with pytest.raises(PantoError, match=r"^F:2:\d+: unterminated string"):
+        pricing.parse(b"[a.b]\ninput = \"", "F")
+
+
+def test_missing_file_is_an_empty_table(tmp_path):
+    prices = pricing.load(str(tmp_path / "nope" / "models.toml"))
+    assert len(prices) == 0 and prices.missing
+
+
+def test_config_path_xdg_wins_then_home():
+    env = {"XDG_CONFIG_HOME": "/custom/cfg", "HOME": "/ignored"}
+    assert pricing.default_path(env) == "/custom/cfg/panto/models.toml"
+    assert pricing.default_path({"HOME": "/home/user"}) == "/home/user/.config/panto/models.toml"
+
+
+def test_bare_dotted_model_ids_are_joined_back():
+    prices = pricing.parse(b"[openai.gpt-4.1]\ninput = 2\n[openai.gpt-4]\ninput = 3\n"
+                           b"[openai.\"o1.preview.x\"]\ninput = 4\n")
+    assert prices.get("openai", "gpt-4.1").input == 2_000_000
+    assert prices.get("openai", "gpt-4").input == 3_000_000
+    assert prices.get("openai", "o1.preview.x").input == 4_000_000
+    assert prices.get("openai", "gpt-4.1.1") is None
+
+
+def test_quoted_and_bare_spellings_of_one_model_conflict():
+    with pytest.raises(PantoError, match=r'\[openai\."gpt-4\.1"\] is defined twice'):
+        pricing.parse(b"[openai.\"gpt-4.1\"]\ninput = 2\n[openai.gpt-4.1]\ninput = 3\n")
+
+
+def test_empty_model_table_is_a_model_with_unknown_prices():
+    prices = pricing.parse(b"[openai.gpt-4o]\n")
+    assert prices.get("openai", "gpt-4o") == Price()
+
+
+def test_long_context_and_one_hour_keys():
+    p = pricing.parse(b"[anthropic.s]\ncache_write_1h = 6\nabove_tokens = 200000\ninput_above = 6\n"
+                      b"output_above = 22.5\ncache_read_above = 0.6\ncache_write_above = 7.5\n"
+                      b"cache_write_1h_above = 12\n").get("anthropic", "s")
+    assert p.above_tokens == 200_000 and p.cache_write_1h == 6_000_000
+    assert p.above == (6_000_000, 22_500_000, 600_000, 7_500_000, 12_000_000)
+
+
+@pytest.mark.parametrize("src, message", [
+    (b'[openai.gpt-4o]\ninput = "3"\n', r"\[openai\.gpt-4o\] 'input' is not a number \(a string\)"),
+    (b"[openai.gpt-4o]\noutput = true\n", r"'output' is not a number \(a boolean\)"),
+    (b"[openai.gpt-4o]\ncache_read = [1]\n", r"'cache_read' is not a number \(an array\)"),
+    (b"[openai.gpt-4o]\ninput = 1979-05-27\n", r"'input' is not a number \(a date or time\)"),
+    (b"[openai.gpt-4o]\ninput = {a = 1}\n", r"\[openai\.gpt-4o\] 'input' is not a number \(a table\)"),
+    (b"[openai.gpt-4o]\ninput = 1e400\n", r"'input' is too large"),
+    (b"[openai.gpt-4o]\nabove_tokens = 1.5\n", r"'above_tokens' must be a whole number"),
+    (b"[openai.gpt-4o]\nabove_tokens = -1\n", r"'above_tokens' must be a whole number"),
+    (b"input = 3\n", r"'input' is not a table of models"),
+    (b"[openai]\ninput = 3\n", r"\[openai\] 'input': prices go in a model table"),
+    (b"[[openai.gpt-4o]]\ninput = 3\n", r"array of tables"),
+    (b"[a." + b".".join(b"k" for _ in range(40)) + b"]\ninput = 1\n", r"nested too deeply"),
+    (b"[a.b]\ninput = 1\n\xff\n", r"^F:3:1: not valid UTF-8"),
+    (b"[a.b]\ninput = 1\x00\n", r"^F:2:10: "),
+    (b"x = " + b"[" * 100_000 + b"\n", r"^F(:\d+:\d+)?: "),
+])
+def test_hostile_toml_is_a_clear_error(src, message):
+    with pytest.raises(PantoError, match=message):
+        pricing.parse(src, "F")
+
+
+def test_non_finite_and_negative_prices_are_known_zeros():
+    p = pricing.parse(b"[a.b]\ninput = inf\noutput = nan\ncache_read = -inf\ncache_write = -3\n"
+                      ).get("a", "b")
+    assert p.base[:4] == (0, 0, 0, 0)
+
+
+def test_unknown_keys_are_noted_not_priced():
+    prices = pricing.parse(b"[openai.gpt-4o]\ninptu = 2.5\ncontext = 'long'\n", "F")
+    assert prices.get("openai", "gpt-4o").input is None
+    assert len(prices.notes) == 2 and "unknown key 'inptu'" in prices.notes[0]
+
+
+def test_byte_order_mark_is_accepted():
+    assert pricing.parse("\ufeff[a.b]\ninput = 1\n".encode()).get("a", "b").input == 1_000_000
+
+
+def test_a_directory_is_not_a_price_table(tmp_path):
+    with pytest.raises(PantoError, match="is a directory"):
+        pricing.load(str(tmp_path))
+
+
+# --- the scanner ---------------------------------------------------------------
+
+HEADER = {"type": "session", "version": 1, "id": "0199", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}
+
+
+def assistant(i, **usage_):
+    return {"type": "message", "id": f"{i:08x}", "parentId": None, "timestamp": "2026-01-01T00:00:01.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "x" * i}],
+                        "provider": "p", "model": "m", "stopReason": "stop", "usage": usage_}}
+
+
+def scan(data, stream=False, chunk=None):
+    s = pricing.Scan(io.BytesIO(data), "F", stream=stream, chunk=chunk or pricing.CHUNK)
+    return s, [e["id"] for e in s]
+
+
+def test_scan_finds_assistant_lines_across_chunk_boundaries():
+    lines = [HEADER] + [assistant(i, input=i) for i in range(1, 300)]
+    data = b"".join(orjson.dumps(x) + b"\n" for x in lines)
+    s, ids = scan(data, chunk=97)  # lines much longer and shorter than a chunk
+    assert ids == [f"{i:08x}" for i in range(1, 300)] and s.header["id"] == "0199" and not s.notes
+
+
+def test_scan_other_spacing_and_false_positives():
+    spaced = b'{"type": "message", "id": "s1", "timestamp": "t", "message": {"role" : "assistant", "content": []}}\n'
+    quoted = orjson.dumps({"type": "message", "id": "u1", "timestamp": "t", "message": {
+        "role": "user", "content": [{"type": "text", "text": 'say "assistant"'}]}}) + b"\n"
+    keyed = b'{"type":"note","id":"n1","timestamp":"t","who":"assistant"}\n'
+    _, ids = scan(orjson.dumps(HEADER) + b"\n" + spaced + quoted + keyed)
+    assert ids == ["s1"]
+
+
+def test_scan_torn_tail_and_torn_middle():
+    good = orjson.dumps(assistant(1)) + b"\n"
+    s, ids = scan(good + good[:-10])
+    assert ids == ["00000001"] and "no line feed" in s.notes[0] and s.notes[0].startswith("F:2:")
+    s, ids = scan(good + good[:-10], stream=True)  # a stream's last line counts only if it parses
+    assert ids == ["00000001"] and "F:2: not valid JSON" in s.notes[0]
+    s, ids = scan(good + good[:-1], stream=True)
+    assert ids == ["00000001", "00000001"] and not s.notes
+    s, ids = scan(good + good[:-30] + b"\n" + good)
+    assert ids == ["00000001"] and "F:2: not valid JSON" in s.notes[0]
+    # lines without the mark are not parsed, so not checked either (panto-log replay checks)
+    s, ids = scan(good + good[:40] + b"\n" + good)
+    assert ids == ["00000001", "00000001"] and not s.notes
+
+
+def test_scan_refuses_what_is_not_a_session():
+    with pytest.raises(SessionError, match=r"^F:3: not a panto session"):
+        scan(b"\n  \nhello\n")
+    with pytest.raises(SessionError, match=r"^F:1: not a panto session"):
+        scan(b'{"type":"session","version":99,"id":"x","timestamp":"t","cwd":"/"}\n')
+    s, ids = scan(b"")
+    assert ids == [] and s.header is None

@@ -1,0 +1,152 @@
+"""The wire APIs panto speaks, one module each, with the same small interface:
+
+    NAME                        provider name stamped on entries ("openai", "anthropic")
+    build_request(messages, options) -> (url, headers, body)
+    Accumulator(on_text=None, on_thinking=None)
+        .feed(event)            one sse.Event; ProviderError on an error event or bad data
+        .done                   True once the stream's end marker has arrived
+        .ended()                whether what arrived can finish the turn without it
+        .result()               -> (content blocks, stopReason, usage dict or None)
+
+`messages` are in the disk format ({"role", "content"} with panto's blocks,
+as `conversation.Session.messages()` returns them); so are the blocks the
+accumulator returns. The callbacks get live text and thinking deltas (str).
+"""
+import importlib
+
+# PANTO_API_STYLE value -> provider name
+STYLES = {"openai_chat": "openai", "anthropic_messages": "anthropic"}
+_MODULES = {"openai": "openai_chat", "anthropic": "anthropic_messages"}
+NAMES = tuple(_MODULES)
+
+NOT_RUN = "tool call not run: the conversation went on without its result"
+
+
+class Options:
+    """What a request needs besides the conversation."""
+
+    def __init__(self, model, base_url, api_key=None, max_tokens=None, reasoning=None,
+                 tools=None, api_version=None, include_usage=True):
+        self.model, self.base_url, self.api_key = model, base_url.rstrip("/"), api_key
+        self.max_tokens, self.reasoning, self.tools = max_tokens, reasoning, tools
+        self.api_version, self.include_usage = api_version, include_usage
+
+
+def module(provider):
+    """The module of a provider name ('openai' or 'anthropic')."""
+    return importlib.import_module(f"pantolib.providers.{_MODULES[provider]}")
+
+
+def not_run(tool_uses):
+    """One error result per tool use, saying it was not run."""
+    return [{"type": "toolResult", "toolUseId": b["id"], "content": NOT_RUN, "isError": True}
+            for b in tool_uses]
+
+
+def text_of(blocks):
+    return "".join(b["text"] for b in blocks if b.get("type") == "text")
+
+
+def normalize(messages):
+    """The conversation as both APIs accept it, without changing the session:
+    every tool use gets a result in the next user message ("not run" when the
+    session has none), results with no matching tool use are dropped, and
+    messages left empty are skipped. Returns new lists; inputs are not touched."""
+    out = []
+    pending = {}  # tool use id -> block, from the previous assistant message
+    for m in messages:
+        role, content = m["role"], m["content"]
+        if role == "user":
+            content = [b for b in content if b.get("type") != "toolResult" or b.get("toolUseId") in pending]
+            have = {b["toolUseId"] for b in content if b.get("type") == "toolResult"}
+            missing = [b for i, b in pending.items() if i not in have]
+            content = not_run(missing) + content
+            pending = {}
+        else:
+            if pending:
+                out.append({"role": "user", "content": not_run(pending.values())})
+            pending = {}
+            if role == "assistant":
+                pending = {b["id"]: b for b in content if b.get("type") == "toolUse"}
+        if content:
+            out.append({"role": role, "content": content})
+    return out
+
+
+def configure(flags, active, env):
+    """Provider, model and connection settings: command-line flags first, then
+    the stream's active model (provider, model) or None, then the environment.
+
+    `flags` holds provider, model, base_url, reasoning, max_tokens (None when
+    not given). Returns (provider name, Options, name of the key variable).
+    Raises UsageError for a value no provider knows.
+    """
+    from pantolib.errors import UsageError
+
+    provider = flags.get("provider")
+    if provider is None and active:
+        provider = active[0] if active[0] in _MODULES else None
+    if provider is None:
+        style = env.get("PANTO_API_STYLE") or "openai_chat"
+        provider = STYLES.get(style, style if style in _MODULES else None)
+        if provider is None:
+            raise UsageError(f"PANTO_API_STYLE '{style}' is not one of {', '.join(STYLES)}")
+    if provider not in _MODULES:
+        raise UsageError(f"unknown provider '{provider}' (use {' or '.join(NAMES)})")
+    mod = module(provider)
+    prefix = provider.upper() + "_"
+    model = flags.get("model")
+    if model is None and active and active[0] == provider:
+        model = active[1]
+    model = model or env.get(prefix + "MODEL") or mod.DEFAULT_MODEL
+    base = flags.get("base_url") or env.get(prefix + "BASE_URL") or mod.DEFAULT_BASE_URL
+    reasoning = flags.get("reasoning")
+    max_tokens = flags.get("max_tokens")
+    if provider == "openai":
+        reasoning = reasoning or env.get("OPENAI_REASONING") or None
+        version = None
+    else:
+        version = env.get("ANTHROPIC_API_VERSION") or None
+        if max_tokens is None and env.get("ANTHROPIC_MAX_TOKENS"):
+            max_tokens = positive_int(env["ANTHROPIC_MAX_TOKENS"], "ANTHROPIC_MAX_TOKENS")
+        if reasoning and reasoning not in ("off", *mod.BUDGETS) and not reasoning.isdigit():
+            raise UsageError(f"--reasoning '{reasoning}' is not off, {', '.join(mod.BUDGETS)} "
+                             "or a number of tokens")
+    opts = Options(model, base, api_key=env.get(mod.KEY_VAR) or None, max_tokens=max_tokens,
+                   reasoning=reasoning, api_version=version)
+    return provider, opts, mod.KEY_VAR
+
+
+def positive_int(text, what):
+    from pantolib.errors import UsageError
+
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        n = 0
+    if n <= 0:
+        raise UsageError(f"{what} must be a positive whole number, not '{text}'")
+    return n
+
+
+def stream_reply(chunks, acc, after_chunk=None, name="provider"):
+    """Feed the SSE events of byte chunks to an accumulator until its end
+    marker; returns acc.result(). `after_chunk` runs after each network read
+    (the live display flushes there)."""
+    from pantolib.errors import ProviderError
+    from pantolib.providers.sse import Parser
+
+    parser = Parser()
+    for chunk in chunks:
+        for ev in parser.feed(chunk):
+            acc.feed(ev)
+            if acc.done:
+                break
+        if after_chunk is not None:
+            after_chunk()
+        if acc.done:
+            break
+    if not acc.done and not acc.ended():
+        what = "any event" if not acc.events else "the end of the reply"
+        raise ProviderError(f"{name}: the stream ended before {what} (the server closed the connection)")
+    return acc.result()

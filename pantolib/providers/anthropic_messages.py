@@ -1,0 +1,252 @@
+"""Anthropic messages: request and stream.
+
+Request: `stream: true`, the system text as top-level `system`, blocks
+mapped one to one (tool inputs as JSON objects, thinking sent back with its
+signature, redacted thinking as it came; thinking without a signature, e.g.
+from an OpenAI turn, is left out). Consecutive messages of one role are
+merged, tool results first, because the API wants roles to alternate.
+
+Stream: `message_start` and `message_delta` usage are merged field by field
+(later counts are totals, not increments); `ping` and unknown events are
+ignored; `event: error` fails the turn.
+"""
+import re
+
+import orjson
+
+from pantolib.entries import usage_dict
+from pantolib.errors import ProviderError
+from pantolib.providers import normalize
+
+NAME = "anthropic"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_MODEL = "claude-sonnet-4-20250514"
+DEFAULT_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 8192
+KEY_VAR = "ANTHROPIC_API_KEY"
+# --reasoning LEVEL -> thinking budget in tokens (a number is taken as the budget)
+BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
+
+STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
+                "max_tokens": "length", "model_context_window_exceeded": "length",
+                "tool_use": "toolUse", "refusal": "error"}
+
+_BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _tool_id(i):
+    """Tool ids from other servers may hold characters this API refuses."""
+    return _BAD_ID.sub("_", i) or "toolu_none"
+
+
+def _input(text):
+    """The raw JSON text of tool arguments as the object this API wants."""
+    try:
+        v = orjson.loads(text) if text else {}
+    except orjson.JSONDecodeError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def _block(b):
+    t = b.get("type")
+    if t == "text":
+        return {"type": "text", "text": b["text"]} if b["text"] else None
+    if t == "thinking":
+        if not b.get("signature"):
+            return None
+        return {"type": "thinking", "thinking": b["thinking"], "signature": b["signature"]}
+    if t == "redactedThinking":
+        return {"type": "redacted_thinking", "data": b["data"]}
+    if t == "toolUse":
+        return {"type": "tool_use", "id": _tool_id(b["id"]), "name": b["name"], "input": _input(b["input"])}
+    if t == "toolResult":
+        r = {"type": "tool_result", "tool_use_id": _tool_id(b["toolUseId"]), "content": b["content"]}
+        if b.get("isError"):
+            r["is_error"] = True
+        return r
+    return None  # a block type this API has no use for
+
+
+def wire_messages(messages):
+    """Disk-format messages -> (system text or None, the `messages` array)."""
+    system, out = [], []
+    for m in normalize(messages):
+        if m["role"] == "system":
+            system += [b["text"] for b in m["content"] if b.get("type") == "text"]
+            continue
+        blocks = [w for w in map(_block, m["content"]) if w is not None]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == m["role"]:
+            blocks = out.pop()["content"] + blocks
+        if m["role"] == "user":  # tool results must lead a user message
+            blocks.sort(key=lambda w: w["type"] != "tool_result")
+        out.append({"role": m["role"], "content": blocks})
+    return ("\n\n".join(system) if system else None), out
+
+
+def build_request(messages, opts):
+    system, msgs = wire_messages(messages)
+    max_tokens = opts.max_tokens or DEFAULT_MAX_TOKENS
+    body = {"model": opts.model, "max_tokens": max_tokens}
+    if system:
+        body["system"] = system
+    body["messages"] = msgs
+    body["stream"] = True
+    level = opts.reasoning
+    if level and level != "off":
+        budget = int(level) if str(level).isdigit() else BUDGETS.get(level, BUDGETS["medium"])
+        body["thinking"] = {"type": "enabled", "budget_tokens": max(1024, budget)}
+        if body["max_tokens"] <= body["thinking"]["budget_tokens"]:
+            body["max_tokens"] = body["thinking"]["budget_tokens"] + DEFAULT_MAX_TOKENS
+    if opts.tools:
+        body["tools"] = [{"name": t["name"], "description": t.get("description", ""),
+                          "input_schema": t["parameters"]} for t in opts.tools]
+    headers = {"content-type": "application/json", "accept": "text/event-stream",
+               "anthropic-version": opts.api_version or DEFAULT_VERSION}
+    if opts.api_key:
+        headers["x-api-key"] = opts.api_key
+    return opts.base_url + "/v1/messages", headers, body
+
+
+def _nil(*_):
+    pass
+
+
+_USAGE_FIELDS = (("input_tokens", "input"), ("output_tokens", "output"),
+                 ("cache_read_input_tokens", "cache_read"),
+                 ("cache_creation_input_tokens", "cache_write"))
+
+
+class Accumulator:
+    def __init__(self, on_text=None, on_thinking=None):
+        self.on_text, self.on_thinking = on_text or _nil, on_thinking or _nil
+        self.blocks = {}       # wire index -> block being built
+        self.order = []        # wire indexes in the order they started
+        self.usage = None      # merged counts, None until the stream reports some
+        self.stop = None
+        self.done = False
+        self.events = 0
+
+    def feed(self, ev):
+        self.events += 1
+        try:
+            obj = orjson.loads(ev.data)
+        except orjson.JSONDecodeError:
+            raise ProviderError(f"{NAME}: malformed stream: an event is not JSON "
+                                f"({ev.data[:60].decode('utf-8', 'replace')!r})") from None
+        if type(obj) is not dict:
+            raise ProviderError(f"{NAME}: malformed stream: an event is not a JSON object")
+        t = obj.get("type") or ev.event
+        if t == "content_block_delta":
+            self._delta(obj)
+        elif t == "content_block_start":
+            self._start(obj)
+        elif t == "message_start":
+            msg = obj.get("message")
+            if isinstance(msg, dict):
+                self._usage(msg.get("usage"))
+        elif t == "message_delta":
+            d = obj.get("delta")
+            if isinstance(d, dict) and d.get("stop_reason"):
+                self.stop = d["stop_reason"]
+            self._usage(obj.get("usage"))
+        elif t == "message_stop":
+            self.done = True
+        elif t == "error" or ev.event == "error":
+            err = obj.get("error")
+            msg = err.get("message") if isinstance(err, dict) else None
+            kind = err.get("type") if isinstance(err, dict) else None
+            raise ProviderError(f"{NAME}: error in the stream: {msg or kind or 'unknown error'}")
+        # content_block_stop, ping and event types added later need nothing
+
+    def _usage(self, u):
+        """Merge reported counts; a field that is missing or null is unchanged."""
+        if not isinstance(u, dict):
+            return
+        got = {}
+        for wire, key in _USAGE_FIELDS:
+            v = u.get(wire)
+            if type(v) is int and v >= 0:
+                got[key] = v
+        cc = u.get("cache_creation")
+        if isinstance(cc, dict):
+            v = cc.get("ephemeral_1h_input_tokens")
+            if type(v) is int and v >= 0:
+                got["cache_write_1h"] = v
+        if got:
+            self.usage = {**(self.usage or {}), **got}
+
+    def _start(self, obj):
+        i, cb = obj.get("index"), obj.get("content_block")
+        if not isinstance(cb, dict) or i in self.blocks:
+            return
+        t = cb.get("type")
+        if t == "text":
+            b = {"type": "text", "parts": [cb.get("text") or ""]}
+            if cb.get("text"):
+                self.on_text(cb["text"])
+        elif t == "thinking":
+            b = {"type": "thinking", "parts": [cb.get("thinking") or ""], "signature": cb.get("signature") or ""}
+        elif t == "redacted_thinking":
+            b = {"type": "redactedThinking", "data": cb.get("data") or ""}
+        elif t == "tool_use":
+            start = cb.get("input")
+            b = {"type": "toolUse", "id": cb.get("id") or "", "name": cb.get("name") or "",
+                 "parts": [], "start": orjson.dumps(start).decode() if start else ""}
+        else:
+            return  # server tools and future block types are not kept
+        self.blocks[i] = b
+        self.order.append(i)
+
+    def _delta(self, obj):
+        b, d = self.blocks.get(obj.get("index")), obj.get("delta")
+        if b is None or not isinstance(d, dict):
+            return
+        t = d.get("type")
+        if t == "text_delta" and b["type"] == "text":
+            s = d.get("text")
+            if isinstance(s, str) and s:
+                b["parts"].append(s)
+                self.on_text(s)
+        elif t == "thinking_delta" and b["type"] == "thinking":
+            s = d.get("thinking")
+            if isinstance(s, str) and s:
+                b["parts"].append(s)
+                self.on_thinking(s)
+        elif t == "signature_delta" and b["type"] == "thinking":
+            if isinstance(d.get("signature"), str):
+                b["signature"] += d["signature"]
+        elif t == "input_json_delta" and b["type"] == "toolUse":
+            if isinstance(d.get("partial_json"), str):
+                b["parts"].append(d["partial_json"])
+
+    def ended(self):
+        """Whether the stream said enough to finish the turn (message_stop or a stop reason)."""
+        return self.done or self.stop is not None
+
+    def result(self):
+        content = []
+        for i in self.order:
+            b = self.blocks[i]
+            t = b["type"]
+            if t == "text":
+                s = "".join(b["parts"])
+                if s:  # an empty text block would be refused when sent back
+                    content.append({"type": "text", "text": s})
+            elif t == "thinking":
+                blk = {"type": "thinking", "thinking": "".join(b["parts"])}
+                if b["signature"]:
+                    blk["signature"] = b["signature"]
+                content.append(blk)
+            elif t == "redactedThinking":
+                content.append({"type": "redactedThinking", "data": b["data"]})
+            else:
+                content.append({"type": "toolUse", "id": b["id"], "name": b["name"],
+                                "input": "".join(b["parts"]) or b["start"] or "{}"})
+        stop = STOP_REASONS.get(self.stop) if self.stop else None
+        if stop is None:
+            stop = "toolUse" if any(b["type"] == "toolUse" for b in content) else "stop"
+        usage = usage_dict(**self.usage) if self.usage is not None else None
+        return content, stop, usage

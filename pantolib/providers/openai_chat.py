@@ -1,0 +1,215 @@
+"""OpenAI chat completions (and every server that speaks it): request and stream.
+
+Request: `stream: true` with `stream_options.include_usage`, system text as
+a `system` message, tool uses as `tool_calls`, tool results as `role: tool`
+messages; thinking is not sent (the API has no field for it).
+
+Stream: chunks are read up to `data: [DONE]`; the usage chunk comes after
+the one with `finish_reason`. Tool calls arrive in fragments keyed by
+`index`; `reasoning_content` / `reasoning` deltas (llama.cpp, vLLM,
+DeepSeek) become a thinking block; an `error` object fails the turn.
+"""
+import os
+
+import orjson
+
+from pantolib.entries import usage_dict
+from pantolib.errors import ProviderError
+from pantolib.providers import normalize
+
+NAME = "openai"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o"
+KEY_VAR = "OPENAI_API_KEY"
+
+STOP_REASONS = {"stop": "stop", "length": "length", "tool_calls": "toolUse",
+                "function_call": "toolUse", "content_filter": "error", "error": "error"}
+
+
+def _content(blocks):
+    texts = [b["text"] for b in blocks if b.get("type") == "text" and b["text"]]
+    if len(texts) <= 1:
+        return texts[0] if texts else ""
+    return [{"type": "text", "text": t} for t in texts]
+
+
+def wire_messages(messages):
+    """Disk-format messages -> the `messages` array of a chat completions request."""
+    out = []
+    for m in normalize(messages):
+        role, blocks = m["role"], m["content"]
+        if role == "system":
+            out.append({"role": "system", "content": "\n\n".join(
+                b["text"] for b in blocks if b.get("type") == "text")})
+        elif role == "assistant":
+            msg = {"role": "assistant", "content": _content(blocks) or None}
+            calls = [{"id": b["id"], "type": "function",
+                      "function": {"name": b["name"], "arguments": b["input"] or "{}"}}
+                     for b in blocks if b.get("type") == "toolUse"]
+            if calls:
+                msg["tool_calls"] = calls
+            elif msg["content"] is None:
+                msg["content"] = ""
+            out.append(msg)
+        else:
+            for b in blocks:
+                if b.get("type") == "toolResult":
+                    out.append({"role": "tool", "tool_call_id": b["toolUseId"], "content": b["content"]})
+            content = _content(blocks)
+            if content:
+                out.append({"role": "user", "content": content})
+    return out
+
+
+def build_request(messages, opts):
+    body = {"model": opts.model, "messages": wire_messages(messages), "stream": True}
+    if opts.include_usage:
+        body["stream_options"] = {"include_usage": True}
+    if opts.max_tokens:
+        # api.openai.com wants the newer name; most compatible servers know only the older one
+        key = "max_completion_tokens" if "api.openai.com" in opts.base_url else "max_tokens"
+        body[key] = opts.max_tokens
+    if opts.reasoning and opts.reasoning != "off":
+        body["reasoning_effort"] = opts.reasoning
+    if opts.tools:
+        body["tools"] = [{"type": "function", "function": {
+            "name": t["name"], "description": t.get("description", ""), "parameters": t["parameters"]}}
+            for t in opts.tools]
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if opts.api_key:
+        headers["authorization"] = f"Bearer {opts.api_key}"
+    return opts.base_url + "/chat/completions", headers, body
+
+
+def rejects_stream_options(err):
+    """True for a 400/422 whose message names stream_options (some servers refuse it)."""
+    return getattr(err, "status", None) in (400, 422) and "stream_options" in (err.detail or "")
+
+
+def _int(obj, key):
+    v = obj.get(key) if isinstance(obj, dict) else None
+    return v if type(v) is int and v > 0 else 0
+
+
+def map_usage(u):
+    """OpenAI usage -> panto usage: prompt tokens split into fresh input and cache reads."""
+    cached = _int(u.get("prompt_tokens_details"), "cached_tokens")
+    return usage_dict(input=max(0, _int(u, "prompt_tokens") - cached),
+                      output=_int(u, "completion_tokens"), cache_read=cached,
+                      reasoning=_int(u.get("completion_tokens_details"), "reasoning_tokens"))
+
+
+def _nil(*_):
+    pass
+
+
+class Accumulator:
+    def __init__(self, on_text=None, on_thinking=None):
+        self.on_text, self.on_thinking = on_text or _nil, on_thinking or _nil
+        self.blocks = []        # [kind, parts] for text/thinking; [kind, call] for tool calls
+        self.calls = {}         # wire index -> call dict {id, name, args}
+        self.finish = None
+        self.usage = None
+        self.done = False
+        self.events = 0
+
+    def feed(self, ev):
+        self.events += 1
+        data = ev.data
+        if data == b"[DONE]":
+            self.done = True
+            return
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise ProviderError(f"{NAME}: malformed stream: an event is not JSON "
+                                f"({data[:60].decode('utf-8', 'replace')!r})") from None
+        if type(obj) is not dict:
+            raise ProviderError(f"{NAME}: malformed stream: an event is not a JSON object")
+        err = obj.get("error")
+        if err:
+            msg = err.get("message") if isinstance(err, dict) else str(err)
+            raise ProviderError(f"{NAME}: error in the stream: {msg or err}")
+        u = obj.get("usage")
+        choices = obj.get("choices")
+        if not choices or type(choices) is not list:
+            if isinstance(u, dict):
+                self.usage = u
+            return
+        choice = choices[0]
+        if type(choice) is not dict:
+            raise ProviderError(f"{NAME}: malformed stream: a choice is not a JSON object")
+        if isinstance(choice.get("usage"), dict):
+            u = choice["usage"]
+        if isinstance(u, dict):
+            self.usage = u
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            self._delta(delta)
+        fr = choice.get("finish_reason")
+        if fr:
+            self.finish = fr
+
+    def _delta(self, d):
+        think = d.get("reasoning_content") or d.get("reasoning")
+        if think and isinstance(think, str):
+            self._append("thinking", think)
+            self.on_thinking(think)
+        text = d.get("content")
+        if text and isinstance(text, str):
+            self._append("text", text)
+            self.on_text(text)
+        calls = d.get("tool_calls")
+        if calls and type(calls) is list:
+            for pos, tc in enumerate(calls):
+                if isinstance(tc, dict):
+                    self._call(pos, tc)
+
+    def _append(self, kind, s):
+        last = self.blocks[-1] if self.blocks else None
+        if last is not None and last[0] == kind:
+            last[1].append(s)
+        else:
+            self.blocks.append([kind, [s]])
+
+    def _call(self, pos, tc):
+        idx = tc.get("index")
+        fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+        tid, name, args = tc.get("id"), fn.get("name"), fn.get("arguments")
+        if type(idx) is not int:  # servers that leave out index: a new id starts a new call
+            known = [i for i, c in self.calls.items() if c["id"] == tid] if tid else []
+            idx = known[0] if known else (len(self.calls) if tid or not self.calls else max(self.calls))
+        call = self.calls.get(idx)
+        if call is None:
+            call = self.calls[idx] = {"id": "", "name": "", "args": []}
+            self.blocks.append(["toolUse", call])
+        # id and name may come in pieces; a server that repeats them whole is not doubled
+        if isinstance(tid, str) and tid and tid != call["id"]:
+            call["id"] += tid
+        if isinstance(name, str) and name and name != call["name"]:
+            call["name"] += name
+        if isinstance(args, str) and args:
+            call["args"].append(args)
+        elif isinstance(args, dict):  # a few servers send the arguments as an object
+            call["args"] = [orjson.dumps(args).decode()]
+
+    def ended(self):
+        """A stream cut short of [DONE] is finished with what arrived (SPEC)."""
+        return self.done or self.events > 0
+
+    def result(self):
+        content = []
+        for kind, v in self.blocks:
+            if kind == "text":
+                content.append({"type": "text", "text": "".join(v)})
+            elif kind == "thinking":
+                content.append({"type": "thinking", "thinking": "".join(v)})
+            else:
+                content.append({"type": "toolUse", "id": v["id"] or "call_" + os.urandom(6).hex(),
+                                "name": v["name"], "input": "".join(v["args"]) or "{}"})
+        has_tools = any(b["type"] == "toolUse" for b in content)
+        stop = STOP_REASONS.get(self.finish) if self.finish else None
+        if stop is None:
+            stop = "toolUse" if has_tools else "stop"
+        usage = map_usage(self.usage) if self.usage is not None else None
+        return content, stop, usage

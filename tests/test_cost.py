@@ -1,0 +1,410 @@
+"""panto-cost, spawned for real: reports, unknown prices, files, --all, --json, --strict."""
+import os
+import re
+import tomllib
+
+import orjson
+import pytest
+from conftest import assert_clean_error, run
+
+from pantolib import paths
+
+SEED_TOML = """\
+[anthropic."claude-sonnet-4-20250514"]
+input = 3.0
+output = 15.0
+cache_read = 0.3
+cache_write = 3.75
+
+[openai.gpt-4o]
+input = 2.5
+output = 10.0
+cache_read = 1.25
+
+[openai.gpt-4o-mini]
+input = 0.15
+output = 0.6
+"""
+SONNET = ("anthropic", "claude-sonnet-4-20250514")
+GPT4O = ("openai", "gpt-4o")
+
+
+def header(sid="0199aaaa-0000-7000-8000-000000000001", cwd="/w", ts="2026-04-25T14:00:00.000Z"):
+    return {"type": "session", "version": 1, "id": sid, "timestamp": ts, "cwd": cwd}
+
+
+class Builder:
+    """Session lines in a parent chain; turns on other branches with parent=."""
+
+    def __init__(self, **h):
+        self.lines, self.n, self.last = [header(**h)], 0, None
+
+    def _entry(self, message, parent, ts, stamp=None):
+        self.n += 1
+        e = {"type": "message", "id": f"{self.n:08x}",
+             "parentId": self.last if parent is False else parent,
+             "timestamp": ts or f"2026-04-25T14:{self.n // 60 % 60:02d}:{self.n % 60:02d}.000Z"}
+        if stamp:
+            e["provider"], e["model"] = stamp
+        e["message"] = message
+        self.lines.append(e)
+        self.last = e["id"]
+        return e["id"]
+
+    def user(self, text="hi", model=SONNET, parent=False, ts=None):
+        return self._entry({"role": "user", "content": [{"type": "text", "text": text}]}, parent, ts, model)
+
+    def assistant(self, model=SONNET, parent=False, ts=None, text="ok", **usage):
+        m = {"role": "assistant", "content": [{"type": "text", "text": text}],
+             "provider": model[0], "model": model[1], "stopReason": "stop"}
+        if usage.pop("no_usage", False) is False:
+            m["usage"] = {"input": 0, "output": 0, **usage}
+        return self._entry(m, parent, ts)
+
+    def bytes(self):
+        return b"".join(orjson.dumps(x) + b"\n" for x in self.lines)
+
+    def write(self, path):
+        os.makedirs(os.path.dirname(str(path)) or ".", exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(self.bytes())
+        return str(path)
+
+
+@pytest.fixture
+def prices(isolated):
+    """Write the seed's example models.toml where panto-cost looks by default."""
+    def write(text=SEED_TOML):
+        d = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "models.toml"), "w") as f:
+            f.write(text)
+    write()
+    return write
+
+
+def cost_json(*args, input=b""):
+    p = run(["panto-cost", "--json", *args], input=input)
+    assert p.returncode == 0, p.stderr
+    return orjson.loads(p.stdout), p
+
+
+def by_model(doc):
+    return {(m["provider"], m["model"]): m for m in doc["models"]}
+
+
+# --- the seed's figures, end to end ----------------------------------------------
+
+def test_seed_prices_give_the_seed_totals_times_10_4(prices):
+    b = Builder()
+    b.user()
+    b.assistant(input=1000, output=200, cacheRead=5000, cacheWrite=500)   # 937_500 micro-cents
+    b.user(model=GPT4O)
+    b.assistant(model=GPT4O, input=1000, output=200, reasoning=60)         # 450_000
+    b.user(model=("anthropic", "claude-sonnet-4-20250514"))
+    b.assistant(input=1000, output=200)                                    # 600_000
+    doc, _ = cost_json(input=b.bytes())
+    assert doc["total"]["picoUsd"] == (937_500 + 450_000 + 600_000) * 10**4
+    assert doc["total"]["knownPicoUsd"] == doc["total"]["picoUsd"] and doc["total"]["unpricedTurns"] == 0
+    m = by_model(doc)
+    assert m[SONNET]["picoUsd"] == (937_500 + 600_000) * 10**4
+    assert m[GPT4O]["picoUsd"] == 450_000 * 10**4
+    assert m[GPT4O]["reasoning"] == 60 and m[GPT4O]["output"] == 200  # reasoning never added
+
+
+def test_json_shape(prices):
+    b = Builder()
+    b.assistant(input=1, output=2, cacheRead=3, cacheWrite=4, reasoning=1)
+    doc, _ = cost_json(input=b.bytes())
+    assert set(doc) >= {"total", "models"}
+    assert set(doc["total"]) >= {"picoUsd", "knownPicoUsd", "unpricedTurns"}
+    (m,) = doc["models"]
+    assert list(m)[:9] == ["provider", "model", "turns", "input", "output", "cacheRead",
+                           "cacheWrite", "reasoning", "picoUsd"]
+    assert (m["turns"], m["input"], m["output"], m["cacheRead"], m["cacheWrite"], m["reasoning"]) == (
+        1, 1, 2, 3, 4, 1)
+    assert m["picoUsd"] == 1 * 3_000_000 + 2 * 15_000_000 + 3 * 300_000 + 4 * 3_750_000
+
+
+def test_human_report(prices):
+    b = Builder()
+    b.assistant(input=1000, output=200, cacheRead=5000, cacheWrite=500)
+    b.assistant(model=GPT4O, input=1234567, output=10)
+    p = run(["panto-cost"], input=b.bytes())
+    assert p.returncode == 0 and p.stderr == b""
+    lines = p.stdout.decode().splitlines()
+    assert lines[0].split() == ["PROVIDER", "MODEL", "TURNS", "INPUT", "OUTPUT", "CACHE-READ",
+                                "CACHE-WRITE", "REASONING", "COST"]
+    assert lines[1].split() == ["anthropic", "claude-sonnet-4-20250514", "1", "1,000", "200",
+                                "5,000", "500", "0", "$0.0094"]
+    assert lines[2].split()[:4] == ["openai", "gpt-4o", "1", "1,234,567"]
+    assert lines[3].split()[0] == "TOTAL" and lines[3].endswith("$3.0959")
+
+
+# --- unknown prices ------------------------------------------------------------
+
+def test_unknown_price_with_and_without_tokens(prices):
+    b = Builder()
+    b.assistant(model=GPT4O, input=1000, output=200)                   # known: no cache writes
+    b.assistant(model=GPT4O, input=1000, output=200, cacheWrite=5)     # cache_write unknown
+    b.assistant(model=("openai", "gpt-4o-mini"), input=10, cacheRead=0)
+    doc, _ = cost_json(input=b.bytes())
+    m = by_model(doc)
+    assert m[GPT4O]["picoUsd"] is None and m[GPT4O]["knownPicoUsd"] == 450_000 * 10**4
+    assert m[GPT4O]["unpricedTurns"] == 1 and m[GPT4O]["turns"] == 2
+    assert m[("openai", "gpt-4o-mini")]["picoUsd"] == 10 * 150_000
+    assert doc["total"] == {**doc["total"], "picoUsd": None, "unpricedTurns": 1,
+                            "knownPicoUsd": 450_000 * 10**4 + 10 * 150_000}
+
+
+def test_unknowns_are_never_shown_as_zero_dollars(prices):
+    b = Builder()
+    b.assistant(model=("openai", "nobody-prices-me"), input=5, output=5)
+    b.assistant(model=GPT4O, no_usage=True)
+    p = run(["panto-cost"], input=b.bytes())
+    out = p.stdout.decode()
+    assert p.returncode == 0 and "$0" not in out, out
+    assert "unknown (2 turns unpriced)" in out.splitlines()[-1]
+    b.assistant(input=1000, output=200)
+    out = run(["panto-cost"], input=b.bytes()).stdout.decode()
+    assert out.splitlines()[-1].endswith("≥ $0.0060 (2 turns unpriced)"), out
+
+
+def test_missing_usage_is_unknown_even_when_free(prices):
+    prices("[local.llama]\ninput = 0\noutput = 0\ncache_read = 0\ncache_write = 0\n")
+    b = Builder()
+    b.assistant(model=("local", "llama"), input=100, output=100)
+    b.assistant(model=("local", "llama"), no_usage=True)
+    doc, _ = cost_json(input=b.bytes())
+    assert doc["total"]["unpricedTurns"] == 1 and doc["total"]["picoUsd"] is None
+    assert doc["total"]["knownPicoUsd"] == 0 and doc["total"]["turns"] == 2
+
+
+def test_no_price_table_every_turn_unpriced_with_a_hint(isolated):
+    b = Builder()
+    b.assistant(input=1, output=1)
+    p = run(["panto-cost"], input=b.bytes())
+    assert p.returncode == 0 and "unknown (1 turn unpriced)" in p.stdout.decode()
+    assert b"no price table at" in p.stderr and b"--example-prices" in p.stderr
+
+
+def test_strict(prices):
+    b = Builder()
+    b.assistant(input=1, output=1)
+    assert run(["panto-cost", "--strict"], input=b.bytes()).returncode == 0
+    b.assistant(model=("openai", "mystery"), input=1)
+    p = run(["panto-cost", "--strict"], input=b.bytes())
+    assert_clean_error(p, 1, "panto-cost")
+    assert b"1 turn unpriced: openai/mystery" in p.stderr
+    assert b"TOTAL" in p.stdout  # the report is still printed
+
+
+# --- exactness ------------------------------------------------------------------
+
+def test_tiny_prices_are_exact(prices):
+    prices("[openai.gpt-5-nano]\ninput = 0.05\noutput = 0.4\ncache_read = 0.005\ncache_write = 0\n")
+    b = Builder()
+    b.assistant(model=("openai", "gpt-5-nano"), cacheRead=1)
+    doc, _ = cost_json(input=b.bytes())
+    assert doc["total"]["picoUsd"] == 5_000
+    assert "$0.000000005" in run(["panto-cost"], input=b.bytes()).stdout.decode()
+
+
+def test_exact_totals_over_100000_turns(prices, tmp_path):
+    prices("[openai.gpt-5-nano]\ninput = 0.05\noutput = 0.4\ncache_read = 0.005\ncache_write = 0\n")
+    turn = orjson.dumps({"type": "message", "id": "x", "parentId": None, "timestamp": "t", "message": {
+        "role": "assistant", "content": [], "provider": "openai", "model": "gpt-5-nano",
+        "usage": {"input": 3, "output": 7, "cacheRead": 11}}}) + b"\n"
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(orjson.dumps(header()) + b"\n" + turn * 100_000)
+    doc, _ = cost_json(str(path))
+    each = 3 * 50_000 + 7 * 400_000 + 11 * 5_000
+    assert doc["total"]["picoUsd"] == 100_000 * each == 300_500_000_000
+    assert doc["total"]["turns"] == 100_000 and doc["total"]["cacheRead"] == 1_100_000
+    assert run(["panto-cost", str(path)]).stdout.decode().splitlines()[-1].endswith(" $0.3005")
+
+
+# --- what counts -----------------------------------------------------------------
+
+def test_every_branch_counts(prices):
+    b = Builder()
+    root = b.user()
+    b.assistant(input=1000, output=0)
+    b.assistant(parent=root, input=1000, output=0)  # a retried, abandoned branch: paid too
+    b.lines.append({"type": "custom", "id": "c1", "timestamp": "t", "note": "assistant"})
+    b.lines.append({"type": "message", "message": {"role": "assistant", "content": [],
+                                                   "provider": "anthropic", "model": SONNET[1],
+                                                   "usage": {"input": 1000, "output": 0}}})  # bare
+    doc, _ = cost_json(input=b.bytes())
+    assert doc["total"]["turns"] == 3 and doc["total"]["picoUsd"] == 3 * 1000 * 3_000_000
+
+
+def test_user_text_mentioning_assistant_does_not_count(prices):
+    b = Builder()
+    b.user(text='{"role":"assistant","usage":{"input":99}} "assistant"')
+    b.assistant(input=1)
+    doc, _ = cost_json(input=b.bytes())
+    assert doc["total"]["turns"] == 1 and doc["total"]["input"] == 1
+
+
+def test_other_key_spacing_counts(prices):
+    line = (b'{"type": "message", "id": "a", "parentId": null, "timestamp": "t", "message": '
+            b'{"role":  "assistant", "content": [], "provider": "anthropic", '
+            b'"model": "claude-sonnet-4-20250514", "usage": {"input": 10, "output": 1}}}\n')
+    doc, _ = cost_json(input=orjson.dumps(header()) + b"\n" + line)
+    assert doc["total"]["turns"] == 1 and doc["total"]["picoUsd"] == 10 * 3_000_000 + 15_000_000
+
+
+def test_several_files_and_stdin(prices, tmp_path):
+    a, b = Builder(sid="s-a"), Builder(sid="s-b")
+    a.assistant(input=1000)
+    b.assistant(model=GPT4O, input=1000)
+    fa, fb = a.write(tmp_path / "a.jsonl"), b.write(tmp_path / "b.jsonl")
+    c = Builder(sid="s-c")
+    c.assistant(input=1)
+    doc, _ = cost_json("--by", "session", fa, "-", fb, input=c.bytes())
+    assert {s["session"]: s["picoUsd"] for s in doc["sessions"]} == {
+        "s-a": 3_000_000_000, "s-b": 2_500_000_000, "s-c": 3_000_000}
+    assert doc["total"]["picoUsd"] == 3_000_000_000 + 2_500_000_000 + 3_000_000
+
+
+def test_by_day_and_by_model(prices):
+    b = Builder()
+    b.assistant(input=1, ts="2026-04-25T10:00:00.000Z")
+    b.assistant(input=2, ts="2026-04-25T23:59:59.999Z")
+    b.assistant(model=GPT4O, input=4, ts="2026-04-26T00:00:00.000Z")
+    p = run(["panto-cost", "--json", "--by", "day"], input=b.bytes(), env={**os.environ, "TZ": "UTC"})
+    days = {d["day"]: d["input"] for d in orjson.loads(p.stdout)["days"]}
+    assert days == {"2026-04-25": 3, "2026-04-26": 4}
+    p = run(["panto-cost", "--by=day"], input=b.bytes(), env={**os.environ, "TZ": "UTC"})
+    rows = p.stdout.decode().splitlines()
+    assert rows[0].split()[0] == "DAY" and rows[1].split()[:2] == ["2026-04-25", "2"]
+    doc, _ = cost_json("--by", "model", input=b.bytes())
+    assert "days" not in doc and "sessions" not in doc and len(doc["models"]) == 2
+
+
+def test_all_sessions_with_a_torn_and_a_foreign_file(prices, tmp_path):
+    made = []
+    for i, cwd in enumerate(["/home/me/a", "/home/me/b", "/home/me/b"]):
+        b = Builder(sid=f"0199aaaa-0000-7000-8000-00000000000{i}", cwd=cwd)
+        b.user()
+        b.assistant(input=1000, output=100)
+        made.append(b.write(os.path.join(paths.session_dir(cwd), b.lines[0]["id"] + ".jsonl")))
+    torn = made[2]
+    with open(torn, "ab") as f:
+        f.write(orjson.dumps(Builder().lines[0] | {"type": "message"})[:-20])  # a torn write
+    before = (open(torn, "rb").read(), os.stat(torn).st_mtime_ns, os.stat(torn).st_size)
+    foreign = os.path.join(paths.session_dir("/home/me/a"), "notes.jsonl")
+    with open(foreign, "w") as f:
+        f.write("just some notes\n")
+    doc, p = cost_json("--all", "--by", "session")
+    assert doc["total"]["turns"] == 3 and doc["total"]["picoUsd"] == 3 * (3_000_000_000 + 1_500_000_000)
+    assert len(doc["sessions"]) == 3
+    err = p.stderr.decode()
+    assert f"{torn}:4: the last line has no line feed" in err
+    assert f"skipped {foreign}:1: not a panto session" in err
+    assert (open(torn, "rb").read(), os.stat(torn).st_mtime_ns, os.stat(torn).st_size) == before
+
+
+def test_all_with_no_sessions(isolated):
+    doc, _ = cost_json("--all")
+    assert doc["total"]["turns"] == 0 and doc["total"]["picoUsd"] == 0 and doc["models"] == []
+
+
+def test_explicit_file_that_is_not_a_session(isolated, tmp_path):
+    f = tmp_path / "README.md"
+    f.write_text("# hello\n")
+    assert_clean_error(run(["panto-cost", str(f)]), 1, "panto-cost")
+    assert f"{f}:1: not a panto session or stream" in run(["panto-cost", str(f)]).stderr.decode()
+    assert_clean_error(run(["panto-cost", str(tmp_path / "missing.jsonl")]), 1, "panto-cost")
+    assert_clean_error(run(["panto-cost", str(tmp_path)]), 1, "panto-cost")
+
+
+def test_a_stream_without_header_and_empty_input(prices):
+    b = Builder()
+    b.assistant(input=1)
+    doc, _ = cost_json(input=b.bytes().split(b"\n", 1)[1])
+    assert doc["total"]["turns"] == 1
+    doc, _ = cost_json(input=b"")
+    assert doc["total"] == {**doc["total"], "turns": 0, "picoUsd": 0, "unpricedTurns": 0}
+
+
+# --- models.toml from the command line ------------------------------------------
+
+def test_malformed_toml_names_file_line_column(isolated, tmp_path):
+    bad = tmp_path / "m.toml"
+    bad.write_text("[openai.gpt-4o]\ninput = 2.5\noutput = = 3\n")
+    p = run(["panto-cost", "--prices", str(bad)], input=b"")
+    assert_clean_error(p, 1, "panto-cost")
+    assert re.fullmatch(rf"panto-cost: {re.escape(str(bad))}:3:10: invalid value\n", p.stderr.decode())
+
+
+def test_default_toml_errors_and_non_numbers(prices):
+    prices('[openai.gpt-4o]\ninput = "2.5"\n')
+    p = run(["panto-cost"], input=b"")
+    assert_clean_error(p, 1, "panto-cost")
+    assert b"[openai.gpt-4o] 'input' is not a number (a string)" in p.stderr
+    assert b"models.toml" in p.stderr
+
+
+def test_prices_option_overrides_and_must_exist(prices, tmp_path):
+    other = tmp_path / "other.toml"
+    other.write_text("[anthropic.\"claude-sonnet-4-20250514\"]\ninput = 1\n")
+    b = Builder()
+    b.assistant(input=1000)
+    doc, _ = cost_json("--prices", str(other), input=b.bytes())
+    assert doc["total"]["picoUsd"] == 1000 * 1_000_000
+    assert_clean_error(run(["panto-cost", "--prices", str(tmp_path / "nope.toml")]), 1, "panto-cost")
+
+
+def test_example_prices_is_valid_toml_that_prices_sessions(isolated, tmp_path):
+    p = run(["panto-cost", "--example-prices"])
+    assert p.returncode == 0
+    doc = tomllib.loads(p.stdout.decode())
+    assert "anthropic" in doc and "openai" in doc
+    assert re.search(r"20\d\d", p.stdout.decode()) and "CHECK" in p.stdout.decode()
+    f = tmp_path / "models.toml"
+    f.write_bytes(p.stdout)
+    b = Builder()
+    b.assistant(input=1000, output=100)
+    b.assistant(model=("openai", "gpt-4.1"), input=1000, output=100, cacheRead=1000)
+    doc, q = cost_json("--prices", str(f), "--strict", input=b.bytes())
+    assert q.stderr == b"" and doc["total"]["unpricedTurns"] == 0
+    assert by_model(doc)[("openai", "gpt-4.1")]["picoUsd"] == 1000 * 2_000_000 + 100 * 8_000_000 + 1000 * 500_000
+
+
+# --- the command's manners ----------------------------------------------------------
+
+def test_usage_errors_and_help(isolated):
+    assert run(["panto-cost", "--by", "week"]).returncode == 2
+    assert run(["panto-cost", "--bogus"]).returncode == 2
+    h = run(["panto-cost", "--help"])
+    assert h.returncode == 0 and b"Usage:" in h.stdout
+    v = run(["panto-cost", "--version"])
+    assert v.returncode == 0 and re.match(rb"\d+\.\d+", v.stdout)
+
+
+def test_closed_pipe_is_quiet(prices):
+    import subprocess
+
+    b = Builder()
+    for i in range(2000):
+        b.assistant(model=("p", f"model-{i}"), input=1)
+    proc = subprocess.run(f"panto-cost | head -c 10 >/dev/null", shell=True, input=b.bytes(),
+                          capture_output=True)
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr
+
+
+def test_man_page_synopsis_matches_usage():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from pantolib.cmd import cost
+
+    usage = [line.strip() for line in cost.__doc__.split("Usage:")[1].split("\n\n")[0].splitlines()
+             if line.strip()]
+    with open(os.path.join(root, "man", "panto-cost.1")) as f:
+        man = f.read()
+    synopsis = man.split(".SH SYNOPSIS")[1].split(".SH")[0]
+    text = re.sub(r"\\f[BIRP]", "", synopsis).replace("\\-", "-")
+    flat = " ".join(line for line in text.splitlines() if not line.startswith("."))
+    for u in usage:
+        assert " ".join(u.split()) in " ".join(flat.split()), (u, flat)

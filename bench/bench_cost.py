@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""panto-cost over generated sessions vs a jq program computing the same sums.
+
+    bench/bench_cost.py [--size 256M] [--sessions N] [--seed S] [--repeat R] [--keep DIR]
+
+SPEC §10 target: at least 5x faster than jq over 1 GB (`--size 1G`), in
+constant memory. Both run on the same tree in the same run, alternately,
+best of --repeat; the sums are checked to agree (tokens exactly, dollars to
+float precision, which is all jq has). Peak memory is each command's own
+maximum resident set (GNU time, when installed), for the whole tree and
+for an eighth of it: constant memory means the two are alike.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import orjson
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_sessions  # noqa: E402
+
+JQ = r"""
+def n: if type == "number" and . > 0 then . else 0 end;
+reduce (inputs | select(.type == "message" and .message.role == "assistant") | .message) as $m ({};
+  (($m.provider // "?") + "/" + ($m.model // "?")) as $key
+  | $m.usage as $u
+  | .[$key] |= ((. // {turns: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0,
+                       knownUsdMtok: 0, unpricedTurns: 0})
+    | .turns += 1
+    | if ($u | type) != "object" then .unpricedTurns += 1 else
+        ($u.input | n) as $in | ($u.output | n) as $out | ($u.cacheRead | n) as $cr
+        | ($u.cacheWrite | n) as $cw | ([($u.cacheWrite1h | n), $cw] | min) as $cw1h
+        | .input += $in | .output += $out | .cacheRead += $cr | .cacheWrite += $cw
+        | .reasoning += ($u.reasoning | n)
+        | ($prices[$m.provider // ""][$m.model // ""]) as $p
+        | (if $p != null and $p.above_tokens != null and ($in + $cr + $cw) > $p.above_tokens
+           then "_above" else "" end) as $sfx
+        | ([[$in, "input"], [$out, "output"], [$cr, "cache_read"], [$cw - $cw1h, "cache_write"],
+            [$cw1h, "cache_write_1h"]]
+           | map(select(.[0] > 0)
+                 | if $p == null or $p[.[1] + $sfx] == null then null else .[0] * $p[.[1] + $sfx] end))
+          as $parts
+        | if any($parts[]; . == null) then .unpricedTurns += 1
+          else .knownUsdMtok += ($parts | add // 0) end
+      end))
+"""
+
+
+def timed(cmd, env=None):
+    """Run cmd; (seconds, stdout bytes, peak RSS in KB of that command alone, or None).
+
+    Peak memory comes from GNU time when it is installed: a child forked from
+    this (large) Python process would inherit its high-water mark.
+    """
+    gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+    rss = None
+    with tempfile.NamedTemporaryFile("r") as tf:
+        full = [gnu_time, "-f", "%M", "-o", tf.name, *cmd] if gnu_time else cmd
+        t = time.perf_counter()
+        p = subprocess.run(full, stdout=subprocess.PIPE, env=env)
+        dt = time.perf_counter() - t
+        if gnu_time:
+            try:
+                rss = int(tf.read().split()[-1])
+            except (ValueError, IndexError):
+                pass
+    if p.returncode != 0:
+        sys.exit(f"bench_cost: {cmd[0]} exited {p.returncode}")
+    return dt, p.stdout, rss
+
+
+def mb(kb):
+    return "?" if kb is None else f"{kb / 1024:.1f} MB"
+
+
+def toml_to_json(path):
+    import tomllib
+
+    with open(path, "rb") as f:
+        doc = tomllib.load(f)
+    out = {}
+    for provider, models in doc.items():
+        flat = {}
+        stack = [((), models)]
+        while stack:  # nested tables spell dotted ids, as panto-cost reads them
+            keys, t = stack.pop()
+            scalars = {k: v for k, v in t.items() if not isinstance(v, dict)}
+            if keys and scalars:
+                flat[".".join(keys)] = scalars
+            stack.extend((keys + (k,), v) for k, v in t.items() if isinstance(v, dict))
+        out[provider] = flat
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", default="256M", help="total size of the sessions (e.g. 1G)")
+    ap.add_argument("--sessions", type=int, default=None, help="default: one per MB")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--keep", metavar="DIR", help="generate into DIR (reused if it has sessions)")
+    a = ap.parse_args()
+    for tool in ("jq", "panto-cost"):
+        if not shutil.which(tool):
+            sys.exit(f"bench_cost: '{tool}' is not on PATH")
+    size = gen_sessions.parse_size(a.size)
+    n = a.sessions or max(1, size >> 20)
+    root = a.keep or tempfile.mkdtemp(prefix="panto-bench-cost-")
+    try:
+        files = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(root) for f in fs if f.endswith(".jsonl"))
+        if not files:
+            t = time.perf_counter()
+            files = sorted(gen_sessions.make_tree(root, n, size, a.seed))
+            print(f"generated {len(files)} sessions in {time.perf_counter() - t:.1f} s")
+        total = sum(os.path.getsize(f) for f in files)
+        largest = max(os.path.getsize(f) for f in files)
+        print(f"{len(files)} sessions, {total / 1e6:.0f} MB (largest {largest / 1e6:.1f} MB)")
+
+        prices = os.path.join(root, "models.toml")
+        with open(prices, "wb") as f:
+            f.write(subprocess.run(["panto-cost", "--example-prices"], capture_output=True, check=True).stdout)
+        jq_prices = orjson.dumps(toml_to_json(prices)).decode()
+        env = dict(os.environ, PANTO_SESSION_DIR=root)
+        cost_cmd = ["panto-cost", "--all", "--json", "--prices", prices]
+        jq_cmd = ["jq", "-n", "-c", "--argjson", "prices", jq_prices, JQ, *files]
+
+        best_cost = best_jq = float("inf")
+        for _ in range(a.repeat):
+            dt, jq_out, jq_rss = timed(jq_cmd)
+            best_jq = min(best_jq, dt)
+            dt, cost_out, cost_rss = timed(cost_cmd, env)
+            best_cost = min(best_cost, dt)
+
+        ours = {f"{m['provider']}/{m['model']}": m for m in orjson.loads(cost_out)["models"]}
+        theirs = orjson.loads(jq_out)
+        assert set(ours) == set(theirs), (sorted(ours), sorted(theirs))
+        for key, j in theirs.items():
+            o = ours[key]
+            for k in ("turns", "input", "output", "cacheRead", "cacheWrite", "reasoning", "unpricedTurns"):
+                assert o[k] == j[k], (key, k, o[k], j[k])
+            want = j["knownUsdMtok"] * 1e6  # USD/Mtok x tokens -> picodollars
+            assert abs(o["knownPicoUsd"] - want) <= 1e-9 * max(1.0, want), (key, o["knownPicoUsd"], want)
+        print("sums agree (tokens exactly, dollars within jq's float precision)")
+
+        eighth = files[: max(1, len(files) // 8)]
+        _, _, small_rss = timed(["panto-cost", "--json", "--prices", prices, *eighth])
+        size_mb = total / 1e6
+        print(f"jq          {best_jq:7.2f} s  {size_mb / best_jq:7.0f} MB/s  peak {mb(jq_rss)}")
+        print(f"panto-cost  {best_cost:7.2f} s  {size_mb / best_cost:7.0f} MB/s  peak {mb(cost_rss)}"
+              f"  (an eighth of the tree: peak {mb(small_rss)})")
+        ratio = best_jq / best_cost
+        print(f"ratio       {ratio:.1f}x faster than jq (target >= 5x): {'ok' if ratio >= 5 else 'BELOW TARGET'}")
+    finally:
+        if not a.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -49,27 +49,37 @@ def text_of(blocks):
 
 def normalize(messages):
     """The conversation as both APIs accept it, without changing the session:
-    every tool use gets a result in the next user message ("not run" when the
-    session has none), results with no matching tool use are dropped, and
-    messages left empty are skipped. Returns new lists; inputs are not touched."""
+    every tool use gets a result in the user messages that follow it ("not
+    run" when the session has none), results with no matching tool use are
+    dropped, and messages left empty are skipped. Inputs are not touched."""
     out = []
-    pending = {}  # tool use id -> block, from the previous assistant message
-    for m in messages:
-        role, content = m["role"], m["content"]
-        if role == "user":
-            content = [b for b in content if b.get("type") != "toolResult" or b.get("toolUseId") in pending]
-            have = {b["toolUseId"] for b in content if b.get("type") == "toolResult"}
-            missing = [b for i, b in pending.items() if i not in have]
-            content = not_run(missing) + content
-            pending = {}
-        else:
+    pending = {}  # tool use id -> block, of the last assistant message
+    i, n = 0, len(messages)
+    while i < n:
+        if messages[i]["role"] != "user":
+            m = messages[i]
             if pending:
                 out.append({"role": "user", "content": not_run(pending.values())})
-            pending = {}
-            if role == "assistant":
-                pending = {b["id"]: b for b in content if b.get("type") == "toolUse"}
-        if content:
-            out.append({"role": role, "content": content})
+            pending = {b["id"]: b for b in m["content"] if b.get("type") == "toolUse"} \
+                if m["role"] == "assistant" else {}
+            if m["content"]:
+                out.append({"role": m["role"], "content": m["content"]})
+            i += 1
+            continue
+        j = i
+        while j < n and messages[j]["role"] == "user":
+            j += 1
+        have = {b.get("toolUseId") for m in messages[i:j] for b in m["content"] if b.get("type") == "toolResult"}
+        missing = not_run([b for k, b in pending.items() if k not in have])
+        for k in range(i, j):
+            content = [b for b in messages[k]["content"]
+                       if b.get("type") != "toolResult" or b.get("toolUseId") in pending]
+            if k == i:
+                content = missing + content
+            if content:
+                out.append({"role": "user", "content": content})
+        pending = {}
+        i = j
     return out
 
 

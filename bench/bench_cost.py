@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """panto-cost over generated sessions vs a jq program computing the same sums.
 
-    bench/bench_cost.py [--size 256M] [--sessions N] [--seed S] [--repeat R] [--keep DIR]
+    bench/bench_cost.py [--size 1G] [--sessions N] [--seed S] [--repeat R] [--keep DIR]
 
 SPEC §10 target: at least 5x faster than jq over 1 GB (`--size 1G`), in
 constant memory. Both run on the same tree in the same run, alternately,
@@ -98,7 +98,7 @@ def toml_to_json(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--size", default="256M", help="total size of the sessions (e.g. 1G)")
+    ap.add_argument("--size", default="1G", help="total size of the sessions (e.g. 256M for a quick run)")
     ap.add_argument("--sessions", type=int, default=None, help="default: one per MB")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=2)

@@ -40,6 +40,11 @@ def lines(out):
     return [orjson.loads(x) for x in out.split(b"\n") if x]
 
 
+def roles(proc):
+    """Roles of the message entries a run wrote (header and other entries skipped)."""
+    return [e["message"]["role"] for e in lines(proc.stdout) if e.get("type") == "message"]
+
+
 def secret_free(proc, *paths):
     for blob in [proc.stdout, proc.stderr] + [open(p, "rb").read() for p in paths]:
         assert KEY.encode() not in blob and AKEY.encode() not in blob

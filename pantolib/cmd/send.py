@@ -211,16 +211,19 @@ def _error(message):
 
 
 class Live:
-    """The reply as it streams, on stderr: text as is, thinking dimmed."""
+    """The reply as it streams, on stderr: text as is, thinking dimmed. A tail
+    that could be the start of an API key is held back until it cannot be."""
 
     DIM, RESET = b"\x1b[2m", b"\x1b[0m"
 
     def __init__(self, err, secrets, dim):
-        self.err, self.secrets, self.dim = err, secrets, dim
-        self.buf, self.mode, self.last = [], None, b"\n"
+        self.err, self.dim = err, dim
+        self.keys = [k.encode() for k in secrets]
+        self.buf, self.pending, self.mode, self.last = [], b"", None, b"\n"
 
     def _put(self, mode, s):
         if mode != self.mode:
+            self._release(everything=True)
             if self.mode == "thinking" and self.dim:
                 self.buf.append(self.RESET)
             if self.mode is not None and self.last != b"\n":
@@ -230,11 +233,25 @@ class Live:
                 self.buf.append(self.DIM)
             self.mode = mode
         b = s.encode("utf-8", "replace")
-        for k in self.secrets:
-            b = b.replace(k.encode(), b"[redacted]")
         if b:
-            self.buf.append(b)
+            self.pending += b
             self.last = b[-1:]
+
+    def _release(self, everything=False):
+        data = self.pending
+        if not data:
+            return
+        hold = 0
+        for k in self.keys:
+            data = data.replace(k, b"[redacted]")
+        if not everything:
+            for k in self.keys:
+                for n in range(min(len(k) - 1, len(data)), hold, -1):
+                    if data.endswith(k[:n]):
+                        hold = n
+                        break
+        self.buf.append(data[:len(data) - hold])
+        self.pending = data[len(data) - hold:]
 
     def text(self, s):
         self._put("text", s)
@@ -254,6 +271,7 @@ class Live:
                 self._put("tool", f"→ {b['name']} {args}\n")
 
     def flush(self):
+        self._release()
         if self.buf:
             self.err.flush()
             self.err.buffer.write(b"".join(self.buf))
@@ -261,6 +279,7 @@ class Live:
             self.buf.clear()
 
     def end(self):
+        self._release(everything=True)
         if self.mode == "thinking" and self.dim:
             self.buf.append(self.RESET)
         if self.last != b"\n":

@@ -1,0 +1,98 @@
+"""panto — a conversational coding agent in the terminal.
+
+Usage:
+  panto sessions [--all]
+  panto help
+  panto [options] [--resume [ID]]
+  panto -h | --help
+  panto --version
+
+Every turn runs the plumbing as a pipeline (panto-log replay | panto-send |
+panto-tool | ... | panto-log append); the session file is the only state.
+
+Options:
+  --resume                  Resume the most recently active session of this
+                            directory, or the session ID (an id or a unique
+                            id prefix, as panto-ls shows it).
+  -p --provider=PROVIDER    openai or anthropic (default: from the session,
+                            else PANTO_API_STYLE).
+  -m --model=MODEL          The model (default: from the session, else
+                            OPENAI_MODEL / ANTHROPIC_MODEL).
+  --yes                     Run tool calls without asking for confirmation.
+  --no-tools                Do not offer the tools to the model.
+  --max-steps=N             Requests per prompt, tool rounds included, before
+                            panto stops and says so [default: 25].
+  --all                     With sessions: every directory's sessions.
+  -h --help                 Show this help.
+  --version                 Show the version.
+
+In the session: /model PROVIDER MODEL, /cost, /session, /help, /quit.
+Ctrl-C cancels the running request or tool; Ctrl-D quits.
+"""
+import os
+import sys
+
+from pantolib import cli
+
+NAME = "panto"
+
+
+@cli.command(NAME)
+def main(argv=None):
+    args = cli.parse(__doc__, argv)
+    from pantolib import repl
+    from pantolib.errors import UsageError
+
+    if args["help"]:
+        sys.stdout.write(__doc__)
+        return cli.OK
+    if args["sessions"]:
+        return sessions(args["--all"])
+    if args["ID"] is not None and not args["--resume"]:
+        raise UsageError(f"'{args['ID']}': a session id goes after --resume")
+    provider = args["--provider"]
+    if provider is not None and provider not in repl.PROVIDERS:
+        raise UsageError(f"unknown provider '{provider}' (openai or anthropic)")
+    try:
+        max_steps = int(args["--max-steps"])
+        if max_steps < 1:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"--max-steps must be a whole number of at least 1, not '{args['--max-steps']}'") from None
+    path = None
+    if args["--resume"]:
+        path = resume_path(args["ID"])
+    r = repl.Repl(path=path, provider=provider, model=args["--model"], yes=args["--yes"],
+                  max_steps=max_steps, tools=not args["--no-tools"], history=repl.setup_history())
+    session = None
+    if path is not None:
+        session = r.load()
+        count = sum(1 for line in session.lines if line.kind != "header")
+        r.say(f"resumed session {session.header['id'] if session.header else os.path.basename(path)} "
+              f"({count} entries)")
+    elif args["--resume"]:
+        r.say("no sessions to resume; starting fresh.")
+    r.say(repl.banner(r, session))
+    if session is not None:
+        r.show_last_exchange(session)
+    r.loop()
+    return cli.OK
+
+
+def resume_path(session_id):
+    from pantolib import paths
+
+    if session_id is None:
+        return paths.last_session()
+    return paths.resolve(session_id)
+
+
+def sessions(every):
+    from pantolib import repl
+
+    statuses, data = repl.Pipeline([[repl.command_path("panto-ls")] + (["--all"] if every else [])]).run()
+    if data:
+        cli.stdout().write(data)
+    elif statuses == [0]:
+        print(f"no sessions for {os.getcwd()}")
+    return cli.OK if statuses == [0] else cli.FAIL

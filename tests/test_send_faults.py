@@ -120,7 +120,7 @@ def test_stall_hits_the_read_timeout(srv):
 
 
 def test_slow_drip_is_not_a_stall(srv):
-    srv.push(S.openai_text("drip drip drip", split=64, delay=0.1))
+    srv.push(S.openai_text("drip drip drip", split=256, delay=0.1))
     p = send(srv, "--timeout", "0.5", "now", input=BASE)
     assert p.returncode == 0, p.stderr
     assert lines(p.stdout)[-1]["message"]["content"] == [{"type": "text", "text": "drip drip drip"}]

@@ -18,7 +18,7 @@ bench: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" bench/run-all
 
 demo: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/../demo/demo.py
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python demo/demo.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

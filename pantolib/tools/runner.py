@@ -151,11 +151,15 @@ class Display:
 
     def __init__(self, on):
         self.on = on
+        self.color = on and sys.stderr.isatty() and not os.environ.get("NO_COLOR")
+
+    def _c(self, code, text):
+        return f"{code}{text}\033[0m" if self.color else text
 
     def start(self, use):
         if self.on:
             first = describe(use, 200).split("\n")[0]
-            sys.stderr.write(f"\033[36m⏺ {use['name']}\033[0m {first}\n")
+            sys.stderr.write(self._c("\033[36m", f"⏺ {use['name']}") + f" {first}\n")
             sys.stderr.flush()
 
     def done(self, content, is_error):
@@ -166,7 +170,7 @@ class Display:
         if len(lines) > PREVIEW_LINES:
             shown.append(f"… ({len(lines) - PREVIEW_LINES} more lines)")
         color = "\033[31m" if is_error else "\033[2m"
-        sys.stderr.write(color + _indent("\n".join(shown)) + "\033[0m\n")
+        sys.stderr.write(self._c(color, _indent("\n".join(shown))) + "\n")
         sys.stderr.flush()
 
 

@@ -119,9 +119,18 @@ class Request:
                 raise self._fail(f"no response from {self._where()} within {t:g} s (raise --timeout)") from None
             except httpx.HTTPError as e:
                 raise self._fail(f"request to {self._where()} failed: {_reason(e)}") from None
-            if resp.status_code < 300:
+            if resp.status_code < 300 and "json" not in resp.headers.get("content-type", ""):
                 self._response = resp
                 return self
+            if resp.status_code < 300:  # a JSON answer to a streaming request is an error
+                try:
+                    body = resp.read()[:MAX_ERROR_BODY]
+                except httpx.HTTPError:
+                    body = b""
+                finally:
+                    resp.close()
+                detail = redact(error_detail(body), self.secrets) if body else "an empty answer"
+                raise self._fail(f"expected an event stream, got JSON: {detail}")
             try:
                 body = resp.read()[:MAX_ERROR_BODY]
             except httpx.HTTPError:

@@ -163,3 +163,8 @@ def test_prompt_is_downstream_before_the_request_finishes(srv):
     proc.wait()
     proc.stdout.close()
     proc.stderr.close()
+
+
+def test_json_error_with_status_200_instead_of_a_stream(srv):
+    srv.push({"status": 200, "body": {"error": {"message": "model is loading", "type": "unavailable"}}})
+    failed(send(srv, "now", input=BASE), "model is loading")

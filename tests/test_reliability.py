@@ -1,0 +1,378 @@
+"""Crashes, concurrency and hostile input (SPEC §11), with real processes and files."""
+import os
+import random
+import shutil
+import subprocess
+import threading
+import time
+
+import orjson
+import pytest
+
+from conftest import assert_clean_error, run
+from pantolib import paths
+
+SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
+CRASH_ITERATIONS = int(os.environ.get("PANTO_TEST_CRASHES", "200"))
+CRASH_BUDGET = float(os.environ.get("PANTO_TEST_CRASH_SECONDS", "25"))
+
+
+def header(cwd, sid=SID):
+    return orjson.dumps({"type": "session", "version": 1, "id": sid,
+                         "timestamp": "2026-04-25T17:40:15.990Z", "cwd": str(cwd)}) + b"\n"
+
+
+def msg(eid, parent, role, text):
+    return orjson.dumps({"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:16.000Z",
+                         "message": {"role": role, "content": [{"type": "text", "text": text}]}}) + b"\n"
+
+
+def new_session(cwd, sid=SID):
+    d = paths.session_dir(str(cwd))
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    p = os.path.join(d, sid + ".jsonl")
+    with open(p, "wb") as f:
+        f.write(header(cwd, sid) + msg("00000001", None, "user", "hi") + msg("00000002", "00000001", "assistant", "yo"))
+    return p
+
+
+def read(p):
+    with open(p, "rb") as f:
+        return f.read()
+
+
+def exe(name):
+    path = shutil.which(name)
+    assert path, f"{name} not on PATH"
+    return path
+
+
+# -- kill -9 at random moments ----------------------------------------------------------
+
+def _feed(proc, data):
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _drain(proc, out, first=None):
+    while True:
+        chunk = proc.stdout.read1(1 << 20)
+        if not chunk:
+            if first is not None:
+                first.set()
+            return
+        out.append(chunk)
+        if first is not None:
+            first.set()
+
+
+def test_kill_9_never_loses_an_echoed_line(isolated):
+    rng = random.Random(int(os.environ.get("PANTO_TEST_SEED", "0")) or None)
+    f = new_session(isolated)
+    counter = 0
+    started = time.monotonic()
+    done = partial = torn_cut = 0
+    while done < CRASH_ITERATIONS and time.monotonic() - started < CRASH_BUDGET:
+        if os.path.getsize(f) > 3_000_000:        # keep each replay cheap: start another session
+            f = new_session(isolated, f"0199aaaa-bbbb-7ccc-8ddd-{done:012x}")
+        before = read(f)
+        sent = []
+        for _ in range(rng.randint(1, 40)):
+            counter += 1
+            size = rng.choice([50, 300, 3000, 3000, 30_000, 200_000])
+            sent.append(msg(f"f{counter:07x}", None, "user", "x" * rng.randint(1, size)))
+        proc = subprocess.Popen([exe("panto-log"), "append", f], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        echoed = []
+        first = threading.Event()
+        feeder = threading.Thread(target=_feed, args=(proc, b"".join(sent)))
+        reader = threading.Thread(target=_drain, args=(proc, echoed, first))
+        feeder.start()
+        reader.start()
+        if rng.random() < 0.25:                   # any moment, start-up included
+            time.sleep(rng.uniform(0.0, 0.08))
+        else:                                     # a moment while lines are being written
+            first.wait(5)
+            time.sleep(rng.uniform(0.0, 0.015))
+        proc.kill()
+        proc.wait()
+        feeder.join(10)
+        reader.join(10)
+        proc.stdout.close()
+        echoed = b"".join(echoed)
+        on_disk = read(f)                          # as the crash left it
+
+        r = subprocess.run([exe("panto-log"), "replay", f], capture_output=True)
+        assert r.returncode == 0, r.stderr
+        after = read(f)
+        assert r.stdout == after                   # replay prints the recovered file
+        # nothing before changed
+        assert after.startswith(before), "recovery changed lines that were there before"
+        added = after[len(before):]
+        # what was added is whole sent lines, in order
+        k = 0
+        pos = 0
+        while pos < len(added):
+            assert added.startswith(sent[k], pos), "the file holds a line that was not sent"
+            pos += len(sent[k])
+            k += 1
+        # every echoed line is in the file; a line whose echo the kill cut short was
+        # durable before its echo began, so it is in the file whole
+        n = echoed.count(b"\n")
+        whole = b"".join(sent[:n])
+        assert echoed.startswith(whole), "echo is not the sent lines in order"
+        if len(echoed) > len(whole):
+            assert sent[n].startswith(echoed[len(whole):])
+            n += 1
+        assert k >= n, f"{n} lines were (at least partly) echoed but only {k} are in the file"
+        # at most one torn line was cut, and it was the next line being written
+        cut = on_disk[len(after):]
+        assert on_disk.startswith(after)
+        if cut:
+            torn_cut += 1
+            assert b"\n" not in cut[:-1] and k < len(sent) and sent[k].startswith(cut), "more than one line cut"
+        if 0 < k < len(sent):
+            partial += 1
+        done += 1
+    assert done >= min(CRASH_ITERATIONS, 40), f"only {done} crashes in {CRASH_BUDGET}s"
+    assert partial > 0, "no kill ever landed mid-stream: the test did not test anything"
+    print(f"{done} kills, {partial} mid-stream, {torn_cut} torn tails cut")
+
+
+def test_kill_9_during_creation_leaves_no_file_or_a_whole_one(isolated, sessions):
+    rng = random.Random()
+    started = time.monotonic()
+    iterations = 0
+    while iterations < 40 and time.monotonic() - started < 8:
+        sid = f"0199aaaa-bbbb-7ccc-8ddd-{iterations:012x}"
+        big = "y" * rng.choice([10, 100_000, 3_000_000])
+        data = (header(isolated, sid) + msg("00000001", None, "system", big) + msg("00000002", "00000001", "user", "q")
+                + msg("00000003", "00000002", "assistant", "a"))
+        proc = subprocess.Popen([exe("panto-log"), "append"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        feeder = threading.Thread(target=_feed, args=(proc, data))
+        feeder.start()
+        time.sleep(rng.uniform(0.02, 0.15))
+        proc.kill()
+        proc.wait()
+        feeder.join(10)
+        f = os.path.join(sessions, sid + ".jsonl")
+        if os.path.exists(f):
+            assert read(f) == data, "a session file appeared half written"
+        iterations += 1
+    listed = subprocess.run([exe("panto-ls"), "--json"], capture_output=True)
+    assert listed.returncode == 0 and b"Traceback" not in listed.stderr
+
+
+# -- two appenders on one file ------------------------------------------------------------
+
+def test_concurrent_appenders_do_not_interleave(isolated):
+    f = new_session(isolated)
+    base = read(f)
+    rng = random.Random(7)
+    shared = [msg(f"5{i:07x}", None, "user", "shared " + "s" * rng.randint(0, 20000)) for i in range(60)]
+    streams = []
+    for who in range(2):
+        own = [msg(f"{who + 1}{i:07x}", None, "assistant", f"from {who} " + "z" * rng.randint(0, 200_000))
+               for i in range(120)]
+        mixed = own + shared
+        rng.shuffle(mixed)
+        streams.append(header(isolated) + b"".join(mixed))
+    procs = [subprocess.Popen([exe("panto-log"), "append"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE) for _ in streams]
+    feeders = [threading.Thread(target=_feed, args=(p, s)) for p, s in zip(procs, streams)]
+    for t in feeders:
+        t.start()
+    for t in feeders:
+        t.join(60)
+    for p in procs:
+        assert p.wait(60) == 0, p.stderr.read()
+        p.stderr.close()
+    data = read(f)
+    assert data.startswith(base)
+    got = data[len(base):].split(b"\n")
+    assert got[-1] == b""
+    got = [l + b"\n" for l in got[:-1]]
+    ids = [orjson.loads(l)["id"] for l in got]               # every line whole
+    assert len(ids) == len(set(ids)), "an entry was written twice"
+    wanted = set(shared)
+    for s in streams:
+        wanted.update(l + b"\n" for l in s.split(b"\n")[1:-1])
+    assert set(got) == wanted and len(got) == len(wanted)
+    r = run(["panto-log", "replay", f])
+    assert r.returncode == 0 and r.stdout == data
+
+
+# -- hostile input ----------------------------------------------------------------------
+
+HOSTILE = {
+    "nul": b"\x00\x00\n",
+    "nul-in-json": b'{"type":"message",\x00"id":"x"}\n',
+    "invalid-utf8": b'{"type":"message","id":"bad0bad0","parentId":null,"timestamp":"t",'
+                    b'"message":{"role":"user","content":[{"type":"text","text":"\xff\xfe"}]}}\n',
+    "deep-nesting": b"[" * 100_000 + b"\n",
+    "deep-object": b'{"a":' * 100_000 + b"\n",
+    "huge-garbage": b"{" + b"x" * 5_000_000 + b"\n",
+    "number-id": b'{"type":"message","id":12345678,"parentId":null,"timestamp":"t","message":{"role":"user","content":[]}}\n',
+    "number-text": b'{"type":"message","id":"abcd0001","parentId":null,"timestamp":"t",'
+                   b'"message":{"role":"user","content":[{"type":"text","text":42}]}}\n',
+    "number-role": b'{"type":"message","id":"abcd0001","parentId":null,"timestamp":"t","message":{"role":1,"content":[]}}\n',
+    "number-type": b'{"type":7,"id":"abcd0001"}\n',
+    "string-header-version": b'{"type":"session","version":"1","id":"x","timestamp":"t","cwd":"/"}\n',
+    "array": b"[1,2,3]\n",
+    "scalar": b"42\n",
+    "truncated": b'{"type":"message","id":"abcd0001","parentId":null,"timestamp":"t","mess\n',
+    "surrogate": b'{"type":"message","id":"abcd0001","parentId":null,"timestamp":"t",'
+                 b'"message":{"role":"user","content":[{"type":"text","text":"\\ud800"}]}}\n',
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_append_rejects_hostile_input_cleanly(isolated, case):
+    f = new_session(isolated)
+    base = read(f)
+    good = msg("0000aaaa", "00000002", "user", "before the bad line")
+    p = run(["panto-log", "append", f], input=good + HOSTILE[case] + msg("0000bbbb", "0000aaaa", "user", "after"))
+    if case == "surrogate" and p.returncode == 0:
+        pytest.skip("a lone surrogate escape is accepted as JSON")
+    assert_clean_error(p, 1, "panto-log")
+    assert p.stderr.count(b"\n") == 1, p.stderr
+    assert len(p.stderr) < 2000
+    assert read(f) == base + good                       # what came before is kept, nothing else
+    assert p.stdout == good
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_replay_reports_hostile_files_cleanly(isolated, case):
+    f = new_session(isolated)
+    data = read(f) + HOSTILE[case] + msg("0000bbbb", "00000002", "user", "after")
+    with open(f, "wb") as fh:
+        fh.write(data)
+    p = run(["panto-log", "replay", "--no-repair", f])
+    assert b"Traceback" not in p.stderr
+    assert read(f) == data
+    p = run(["panto-log", "replay", f])
+    assert b"Traceback" not in p.stderr and len(p.stderr) < 2000
+    if p.returncode == 0:
+        # treated as a torn line: cut from there, what came before kept whole
+        assert read(f) == p.stdout and data.startswith(p.stdout) and p.stdout.count(b"\n") == 3
+    else:
+        assert_clean_error(p, 1, "panto-log")
+        assert read(f) == data
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_first_line_is_never_truncated(isolated, case):
+    f = new_session(isolated)
+    data = HOSTILE[case] + read(f)
+    with open(f, "wb") as fh:
+        fh.write(data)
+    assert_clean_error(run(["panto-log", "replay", f]), 1, "panto-log")
+    p = run(["panto-ls"])
+    assert p.returncode == 0 and b"Traceback" not in p.stderr
+    assert read(f) == data
+
+
+def test_a_5_mb_line_is_a_valid_entry(isolated):
+    f = new_session(isolated)
+    base = read(f)
+    big = msg("b16b16b1", "00000002", "assistant", "\u00e9" * 2_500_000)
+    assert len(big) > 5_000_000
+    p = run(["panto-log", "append", f], input=big)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == big and read(f) == base + big
+    r = run(["panto-log", "replay", f])
+    assert r.returncode == 0 and r.stdout == base + big
+    assert run(["panto-ls"]).stdout.split(b"\t")[3] == b"3 messages"
+
+
+def test_session_is_a_directory(isolated, tmp_path):
+    d = tmp_path / "adir.jsonl"
+    d.mkdir()
+    for argv in (["replay", str(d)], ["replay", "--no-repair", str(d)], ["append", str(d)]):
+        p = run(["panto-log", *argv], input=header(isolated) + msg("00000001", None, "assistant", "x"))
+        assert_clean_error(p, 1, "panto-log")
+        assert b"directory" in p.stderr
+
+
+def test_session_is_missing(isolated, tmp_path):
+    missing = str(tmp_path / "missing.jsonl")
+    p = run(["panto-log", "replay", missing])
+    assert_clean_error(p, 1, "panto-log")
+    assert not os.path.exists(missing)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads mode-000 files")
+def test_session_is_unreadable(isolated):
+    f = new_session(isolated)
+    os.chmod(f, 0)
+    assert_clean_error(run(["panto-log", "replay", f]), 1, "panto-log")
+    assert_clean_error(run(["panto-log", "append", f], input=msg("0000aaaa", None, "user", "x")), 1, "panto-log")
+
+
+def test_session_dir_is_a_file(isolated):
+    """The sessions root is a file: creating the session fails cleanly, the stream still flows."""
+    root = os.environ["PANTO_SESSION_DIR"]
+    with open(root, "wb") as fh:
+        fh.write(b"in the way")
+    data = header(isolated) + msg("00000001", None, "user", "q") + msg("00000002", "00000001", "assistant", "a")
+    p = run(["panto-log", "append"], input=data)
+    assert_clean_error(p, 1, "panto-log")
+    assert read(root) == b"in the way"
+    assert run(["panto-ls"]).returncode == 0
+
+
+# -- closed downstream pipes, usage ------------------------------------------------------------
+
+def _closed_reader(argv, input=b""):
+    proc = subprocess.Popen([exe(argv[0]), *argv[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    t = threading.Thread(target=_feed, args=(proc, input))
+    t.start()
+    err = proc.stderr.read()
+    t.join(30)
+    status = proc.wait(30)
+    proc.stderr.close()
+    return status, err
+
+
+def test_replay_into_a_closed_pipe_ends_quietly(isolated):
+    f = new_session(isolated)
+    with open(f, "ab") as fh:
+        for i in range(200):
+            fh.write(msg(f"c{i:07x}", None, "user", "p" * 2000))
+    for argv in (["panto-log", "replay", f], ["panto-log", "replay", "--last"], ["panto-log", "replay", "--no-repair", f]):
+        status, err = _closed_reader(argv)
+        assert status == 0 and err == b"", (argv, err)
+    sh = subprocess.run(["bash", "-c", f"set -o pipefail; panto-log replay '{f}' | head -1"], capture_output=True)
+    assert sh.returncode == 0 and sh.stderr == b"" and sh.stdout.count(b"\n") == 1
+
+
+def test_append_into_a_closed_pipe_still_persists_everything(isolated):
+    f = new_session(isolated)
+    base = read(f)
+    data = b"".join(msg(f"d{i:07x}", None, "user", "q" * 5000) for i in range(100))
+    status, err = _closed_reader(["panto-log", "append", f], data)
+    assert status == 0 and err == b""
+    assert read(f) == base + data
+    sh = subprocess.run(["bash", "-c", f"set -o pipefail; panto-log replay '{f}' | panto-log append | head -1"],
+                        capture_output=True)
+    assert sh.returncode == 0 and sh.stderr == b""
+
+
+def test_new_session_into_a_closed_pipe_is_still_created(isolated, sessions):
+    data = header(isolated) + msg("00000001", None, "user", "q") + msg("00000002", "00000001", "assistant", "a")
+    status, err = _closed_reader(["panto-log", "append"], data)
+    assert status == 0 and err == b""
+    assert read(os.path.join(sessions, SID + ".jsonl")) == data
+
+
+@pytest.mark.parametrize("argv", [["panto-log"], ["panto-log", "replay", "--frob"], ["panto-log", "append", "-x"],
+                                  ["panto-ls", "--frob"], ["panto-ls", "x"]])
+def test_usage_errors_exit_2(isolated, argv):
+    p = run(argv)
+    assert_clean_error(p, 2)

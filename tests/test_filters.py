@@ -1,0 +1,145 @@
+"""What every panto command owes (STYLE.md), as one shared parametrized test.
+
+Every console script: --help, --version, exit 2 on a bad flag, no traceback.
+Every filter (reads a stream, writes the stream): empty input, and unknown
+entry types passed through byte for byte.
+"""
+import importlib.util
+import os
+import tomllib
+
+import orjson
+import pytest
+
+from conftest import run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
+
+
+def scripts():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        table = tomllib.load(f)["project"]["scripts"]
+    return sorted(table.items())
+
+
+def present(target):
+    module = target.split(":")[0]
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def script_params():
+    out = []
+    for name, target in scripts():
+        marks = [] if present(target) else [pytest.mark.skip(reason=f"{target} is not written yet")]
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+# (argv, needs its module) for the commands that read a stream and pass it on
+FILTERS = [
+    pytest.param(["panto-log", "append"], "pantolib.cmd.log", id="panto-log-append"),
+    pytest.param(["panto-tool", "--yes", "--quiet"], "pantolib.cmd.tool", id="panto-tool"),
+]
+
+
+def no_traceback(p):
+    assert b"Traceback" not in p.stderr and b"Traceback" not in p.stdout
+
+
+def test_every_script_is_declared():
+    names = [n for n, _ in scripts()]
+    for n in ("panto", "panto-send", "panto-tool", "panto-log", "panto-ls", "panto-cost"):
+        assert n in names
+
+
+@pytest.mark.parametrize("name", script_params())
+def test_help(name):
+    p = run([name, "--help"])
+    assert p.returncode == 0, p.stderr
+    assert b"Usage:" in p.stdout and name.encode() in p.stdout
+    no_traceback(p)
+    assert run([name, "-h"]).stdout == p.stdout
+
+
+@pytest.mark.parametrize("name", script_params())
+def test_version(name):
+    from pantolib import __version__
+    p = run([name, "--version"])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().endswith(__version__.encode())
+    no_traceback(p)
+
+
+@pytest.mark.parametrize("name", script_params())
+def test_bad_flag_is_a_usage_error(name):
+    p = run([name, "--no-such-flag-anywhere"])
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    no_traceback(p)
+    err = p.stderr.decode()
+    assert err.startswith(f"{name}: "), err
+    assert p.stdout == b""
+
+
+@pytest.mark.parametrize("name", script_params())
+def test_help_is_quick_and_imports_nothing_heavy(name):
+    """--help must not pay for httpx: start-up is part of the interface."""
+    import subprocess
+    import sys
+    module = dict(scripts())[name].split(":")[0]
+    code = (f"import sys\nsys.argv=['{name}','--help']\nimport {module} as m\n"
+            "try:\n    m.main()\nexcept SystemExit:\n    pass\n"
+            "print('HEAVY' if 'httpx' in sys.modules else 'LIGHT', file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert p.stderr.strip().endswith(b"LIGHT"), p.stderr
+
+
+@pytest.mark.parametrize("argv, module", FILTERS)
+def test_filter_empty_input(isolated, argv, module):
+    if not present(module):
+        pytest.skip(f"{module} is not written yet")
+    p = run(argv, input=b"")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b""
+    no_traceback(p)
+    assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])
+
+
+def _stream(cwd):
+    head = orjson.dumps({"type": "session", "version": 1, "id": SID,
+                         "timestamp": "2026-04-25T17:40:15.990Z", "cwd": str(cwd)}) + b"\n"
+    user = orjson.dumps({"type": "message", "id": "00000001", "parentId": None, "timestamp": "2026-04-25T17:40:16.000Z",
+                         "provider": "openai", "model": "gpt-4o",
+                         "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}) + b"\n"
+    asst = orjson.dumps({"type": "message", "id": "00000002", "parentId": "00000001",
+                         "timestamp": "2026-04-25T17:40:17.000Z",
+                         "message": {"role": "assistant", "content": [{"type": "text", "text": "hello"}],
+                                     "provider": "openai", "model": "gpt-4o", "stopReason": "stop"}}) + b"\n"
+    # unknown entry types, in a layout panto would never write: spaces, key order, escapes, floats
+    odd1 = b'{ "id" : "0dd00001", "type":"bookmark",  "parentId":"00000002", "timestamp":"t", "x":1.50e3, "s":"\\u00e9\\/"}\n'
+    odd2 = b'{"type":"compaction","id":"0dd00002","parentId":"0dd00001","timestamp":"t","summary":{"role":"user"},"n":[1,2 ,3]}\n'
+    return head + user + odd1 + asst + odd2
+
+
+@pytest.mark.parametrize("argv, module", FILTERS)
+def test_filter_passes_unknown_entry_types_byte_for_byte(isolated, argv, module):
+    if not present(module):
+        pytest.skip(f"{module} is not written yet")
+    data = _stream(isolated)
+    p = run(argv, input=data)
+    assert p.returncode == 0, p.stderr
+    no_traceback(p)
+    assert p.stdout.startswith(data), p.stdout[:400]
+
+
+@pytest.mark.parametrize("argv, module", FILTERS)
+def test_filter_rejects_garbage_cleanly(isolated, argv, module):
+    if not present(module):
+        pytest.skip(f"{module} is not written yet")
+    p = run(argv, input=b"\x00garbage\n")
+    assert p.returncode == 1
+    no_traceback(p)
+    assert p.stderr.decode().startswith(argv[0] + ": ")

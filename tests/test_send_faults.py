@@ -12,7 +12,7 @@ import pytest
 
 import sse_server as S
 from conftest import assert_clean_error
-from test_send import AKEY, HEADER, KEY, env_for, jsonl, lines, roles, secret_free, send, srv, user  # noqa: F401
+from test_send import AKEY, HEADER, KEY, env_for, jsonl, lines, secret_free, send, srv, user  # noqa: F401
 
 BASE = jsonl(HEADER, user("earlier"))
 

@@ -44,32 +44,13 @@ def main(argv=None):
     args = cli.parse(__doc__, argv)
     opts = _check(args)
     from pantolib import entries, providers, stream
-    from pantolib.conversation import Session
 
     prompt = args["PROMPT"]
     if args["--file"] is not None:
         with open(args["--file"], encoding="utf-8") as f:
             prompt = f.read()
 
-    session, out_lines = Session(), []
-    taken = set()
-    for line in stream.read(cli.stdin(), "<stdin>"):
-        if not session.lines and line.kind != stream.HEADER:
-            _add(session, out_lines, stream, entries.make_header())
-        if line.kind == stream.BARE:
-            if line.obj.get("type") == "message" and not _has_entries(session, stream):
-                _system(session, out_lines, stream, entries, taken, args, line.obj)
-            completed = entries.complete(line.obj, session.leaf, taken)
-            line = stream.Line(stream.dumps(completed), completed, stream.ENTRY, line.lineno)
-        elif line.kind == stream.ENTRY:
-            taken.add(line.obj["id"])
-        session.add(line)
-        out_lines.append(line.raw)
-    if not session.lines:
-        _add(session, out_lines, stream, entries.make_header())
-    if not _has_entries(session, stream):
-        _system(session, out_lines, stream, entries, taken, args, None)
-
+    session, out_lines, taken = _read_input(args["--system"])
     out = cli.stdout()
     try:
         provider, options, key_var = providers.configure(opts, session.active_model(), os.environ)
@@ -101,6 +82,8 @@ def main(argv=None):
 
     live = None
     if not args["--quiet"] and (args["--live"] or sys.stderr.isatty()):
+        from pantolib.render import Live
+
         live = Live(sys.stderr, secrets, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
     try:
         content, stop, usage = _exchange(provider, options, session.messages(), opts, live, secrets, key_var)
@@ -177,24 +160,44 @@ def _check(args):
             "max_tokens": max_tokens, "timeout": timeout, "retries": retries}
 
 
-def _has_entries(session, stream):
-    return any(line.kind == stream.ENTRY for line in session.lines)
+def _read_input(system_text):
+    """The input stream as a Session, and its lines to pass on (completed
+    bare entries; a header and a system entry first when the session is new)."""
+    from pantolib import entries, stream
+    from pantolib.conversation import Session
 
+    session, out_lines, taken = Session(), [], set()
 
-def _add(session, out_lines, stream, obj):
-    line = stream.Line(stream.dumps(obj), obj, stream.HEADER if obj.get("type") == "session" else stream.ENTRY)
-    session.add(line)
-    out_lines.append(line.raw)
+    def add(obj, kind=stream.ENTRY):
+        line = stream.Line(stream.dumps(obj), obj, kind)
+        session.add(line)
+        out_lines.append(line.raw)
 
+    def add_system(first_bare):
+        msg = first_bare.get("message") if first_bare else None
+        if isinstance(msg, dict) and msg.get("role") == "system":
+            return  # the input brings its own
+        cwd = (session.header or {}).get("cwd") or os.getcwd()
+        text = system_text if system_text is not None else DEFAULT_SYSTEM.format(cwd=cwd)
+        add(entries.make_message("system", [entries.text(text)], session.leaf, taken))
 
-def _system(session, out_lines, stream, entries, taken, args, first_bare):
-    """A new session's system entry, unless the input brings its own."""
-    msg = first_bare.get("message") if first_bare else None
-    if isinstance(msg, dict) and msg.get("role") == "system":
-        return
-    cwd = (session.header or {}).get("cwd") or os.getcwd()
-    text = args["--system"] if args["--system"] is not None else DEFAULT_SYSTEM.format(cwd=cwd)
-    _add(session, out_lines, stream, entries.make_message("system", [entries.text(text)], session.leaf, taken))
+    for line in stream.read(cli.stdin(), "<stdin>"):
+        if not session.lines and line.kind != stream.HEADER:
+            add(entries.make_header(), stream.HEADER)
+        if line.kind == stream.BARE:
+            if line.obj.get("type") == "message" and session.leaf is None:
+                add_system(line.obj)
+            completed = entries.complete(line.obj, session.leaf, taken)
+            line = stream.Line(stream.dumps(completed), completed, stream.ENTRY, line.lineno)
+        elif line.kind == stream.ENTRY:
+            taken.add(line.obj["id"])
+        session.add(line)
+        out_lines.append(line.raw)
+    if not session.lines:
+        add(entries.make_header(), stream.HEADER)
+    if session.leaf is None:
+        add_system(None)
+    return session, out_lines, taken
 
 
 def _redacted(raw, secrets):
@@ -208,82 +211,3 @@ def _error(message):
     from pantolib.errors import ProviderError
 
     return ProviderError(message)
-
-
-class Live:
-    """The reply as it streams, on stderr: text as is, thinking dimmed. A tail
-    that could be the start of an API key is held back until it cannot be."""
-
-    DIM, RESET = b"\x1b[2m", b"\x1b[0m"
-
-    def __init__(self, err, secrets, dim):
-        self.err, self.dim = err, dim
-        self.keys = [k.encode() for k in secrets]
-        self.buf, self.pending, self.mode, self.last = [], b"", None, b"\n"
-
-    def _put(self, mode, s):
-        if mode != self.mode:
-            self._release(everything=True)
-            if self.mode == "thinking" and self.dim:
-                self.buf.append(self.RESET)
-            if self.mode is not None and self.last != b"\n":
-                self.buf.append(b"\n")
-                self.last = b"\n"
-            if mode == "thinking" and self.dim:
-                self.buf.append(self.DIM)
-            self.mode = mode
-        b = s.encode("utf-8", "replace")
-        if b:
-            self.pending += b
-            self.last = b[-1:]
-
-    def _release(self, everything=False):
-        data = self.pending
-        if not data:
-            return
-        hold = 0
-        for k in self.keys:
-            data = data.replace(k, b"[redacted]")
-        if not everything:
-            for k in self.keys:
-                for n in range(min(len(k) - 1, len(data)), hold, -1):
-                    if data.endswith(k[:n]):
-                        hold = n
-                        break
-        self.buf.append(data[:len(data) - hold])
-        self.pending = data[len(data) - hold:]
-
-    def text(self, s):
-        self._put("text", s)
-
-    def thinking(self, s):
-        self._put("thinking", s)
-
-    def note(self, message):
-        self.end()
-        self.buf.append(message.encode("utf-8", "replace") + b"\n")
-        self.flush()
-
-    def tool_uses(self, content):
-        for b in content:
-            if b["type"] == "toolUse":
-                args = b["input"] if len(b["input"]) <= 200 else b["input"][:200] + "…"
-                self._put("tool", f"→ {b['name']} {args}\n")
-
-    def flush(self):
-        self._release()
-        if self.buf:
-            self.err.flush()
-            self.err.buffer.write(b"".join(self.buf))
-            self.err.buffer.flush()
-            self.buf.clear()
-
-    def end(self):
-        self._release(everything=True)
-        if self.mode == "thinking" and self.dim:
-            self.buf.append(self.RESET)
-        if self.last != b"\n":
-            self.buf.append(b"\n")
-            self.last = b"\n"
-        self.mode = None
-        self.flush()

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""panto-log append of N entries vs a bare os.write + fsync loop.
+
+    bench/bench_append.py [--entries N] [--repeat R] [--seed S]
+
+SPEC §10 target: within 1.10x of a Python process that reads the same lines
+from stdin and, for each, does one os.write to the session file and one
+fsync, then writes the line to stdout. Both start as fresh processes (their
+start-up is counted), append to a copy of the same session in the same
+directory, and are run alternately, best of --repeat. The entries are
+realistic (gen_sessions.py: text from 100 B to 20 KB, tool results up to
+50 KB).
+"""
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_sessions  # noqa: E402
+
+TARGET = 1.10
+BARE = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    os.write(fd, line)
+    os.fsync(fd)
+    out.write(line)
+    out.flush()
+"""
+
+
+def once(argv, data_path, env):
+    with open(data_path, "rb") as fin:
+        t = time.perf_counter()
+        p = subprocess.run(argv, stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        dt = time.perf_counter() - t
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed: {p.stderr.decode(errors='replace').strip()[:500]}")
+    return dt
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--entries", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    exe = shutil.which("panto-log")
+    if not exe:
+        sys.exit("panto-log is not on PATH (run with the venv's bin/ first, e.g. make bench)")
+    tmp = tempfile.mkdtemp(prefix="panto-bench-", dir=os.environ.get("PANTO_BENCH_DIR"))
+    try:
+        home = os.path.join(tmp, "home")
+        os.makedirs(home)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PANTO_", "OPENAI_", "ANTHROPIC_", "XDG_"))}
+        env.update(HOME=home, PANTO_SESSION_DIR=os.path.join(home, "sessions"),
+                   XDG_CACHE_HOME=os.path.join(home, ".cache"))
+        # a long generated session: its first line is the header, the rest are entries
+        src = os.path.join(tmp, "gen.jsonl")
+        gen_sessions.write_session(src, 10**9, random.Random(a.seed), "/home/user/proj",
+                                   target_bytes=a.entries * 20_000)
+        with open(src, "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+        if len(lines) < a.entries + 2:
+            sys.exit("generated session too short")
+        seed_part = b"".join(lines[:2])               # header + system entry: the file to append to
+        new = lines[2:a.entries + 2]                   # the entries to append (headerless stream)
+        data = os.path.join(tmp, "stream.jsonl")
+        with open(data, "wb") as f:
+            f.writelines(new)
+        size = sum(map(len, new))
+        fresh = os.path.join(tmp, "session.jsonl")
+
+        def reset():
+            with open(fresh, "wb") as f:
+                f.write(seed_part)
+                f.flush()
+                os.fsync(f.fileno())
+            return fresh
+
+        cases = {
+            "bare os.write + fsync loop": lambda: [sys.executable, "-c", BARE, reset()],
+            "panto-log append FILE": lambda: [exe, "append", reset()],
+        }
+        best = {k: float("inf") for k in cases}
+        for _ in range(a.repeat):
+            for name, make in cases.items():
+                best[name] = min(best[name], once(make(), data, env))
+        with open(fresh, "rb") as f:
+            assert f.read() == seed_part + b"".join(new), "panto-log append did not write every entry"
+        ref = best["bare os.write + fsync loop"]
+        print(f"append of {len(new)} entries ({size / 1e6:.1f} MB), best of {a.repeat} (target: within {TARGET}x)")
+        for name, dt in best.items():
+            print(f"  {name:28s} {dt:7.3f} s  {dt / len(new) * 1e6:7.0f} us/entry  {dt / ref:5.2f}x")
+        r = best["panto-log append FILE"] / ref
+        print(f"panto-log append / bare loop: {r:.2f}x ({'ok' if r <= TARGET else 'MISSES'}, target <= {TARGET}x)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

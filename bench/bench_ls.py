@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""panto-ls --all over many sessions vs parsing every line with orjson.
+
+    bench/bench_ls.py [--sessions 10000] [--size 1G] [--repeat R] [--seed S] [--keep DIR]
+
+SPEC §10 targets, over 10,000 sessions of 1 GB in all: the first listing
+(no cache) at least 3x faster than a bare Python script that parses every
+line of every file with orjson (what a naive lister does); a repeated
+listing where nothing changed at least 20x faster. The sessions come from
+gen_sessions.py, are read from the page cache by both, and the two listings
+are checked to agree on ids and message counts.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import orjson
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_sessions  # noqa: E402
+
+FIRST, REPEATED = 3.0, 20.0
+NAIVE = r"""
+import os, sys, orjson
+root = sys.argv[1]
+rows = []
+for d in os.scandir(root):
+    for e in os.scandir(d.path):
+        if not e.name.endswith(".jsonl"):
+            continue
+        st = e.stat()
+        header, n, prompt = None, 0, None
+        with open(e.path, "rb") as f:
+            for line in f:
+                obj = orjson.loads(line)
+                if header is None:
+                    header = obj
+                    continue
+                if obj.get("type") == "message" and obj["message"]["role"] in ("user", "assistant"):
+                    n += 1
+                    if prompt is None and obj["message"]["role"] == "user":
+                        prompt = obj["message"]["content"][0].get("text")
+        rows.append((st.st_mtime_ns, header["id"], n))
+rows.sort(reverse=True)
+out = sys.stdout.buffer
+for m, i, n in rows:
+    out.write(orjson.dumps({"id": i, "messages": n}) + b"\n")
+"""
+
+
+def run(argv, env):
+    t = time.perf_counter()
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    dt = time.perf_counter() - t
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed: {p.stderr.decode(errors='replace').strip()[:500]}")
+    return dt, p.stdout
+
+
+def counts(out):
+    return sorted((o["id"], o["messages"]) for o in map(orjson.loads, out.splitlines()))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sessions", type=int, default=10_000)
+    ap.add_argument("--size", default="1G", help="total size, e.g. 100M or 1G")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", help="generate into (or reuse) this directory and keep it")
+    a = ap.parse_args(argv)
+    exe = shutil.which("panto-ls")
+    if not exe:
+        sys.exit("panto-ls is not on PATH (run with the venv's bin/ first, e.g. make bench)")
+    tmp = tempfile.mkdtemp(prefix="panto-bench-")
+    try:
+        root = a.keep or os.path.join(tmp, "sessions")
+        if not (a.keep and os.path.isdir(root) and os.listdir(root)):
+            t = time.perf_counter()
+            gen_sessions.make_tree(root, a.sessions, gen_sessions.parse_size(a.size), a.seed)
+            print(f"generated in {time.perf_counter() - t:.1f} s", flush=True)
+        files = [os.path.join(d.path, e) for d in os.scandir(root) for e in os.listdir(d.path) if e.endswith(".jsonl")]
+        total = sum(os.path.getsize(f) for f in files)
+        home = os.path.join(tmp, "home")
+        os.makedirs(home)
+        cache = os.path.join(tmp, "cache")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PANTO_", "OPENAI_", "ANTHROPIC_", "XDG_"))}
+        env.update(HOME=home, PANTO_SESSION_DIR=root, XDG_CACHE_HOME=cache)
+        naive_cmd = [sys.executable, "-c", NAIVE, root]
+        ls_cmd = [exe, "--all", "--json"]
+        run(naive_cmd, env)                               # warm the page cache
+        naive = first = repeated = float("inf")
+        for _ in range(a.repeat):
+            dt, naive_out = run(naive_cmd, env)
+            naive = min(naive, dt)
+            shutil.rmtree(cache, ignore_errors=True)      # a first listing: no cache
+            dt, ls_out = run(ls_cmd, env)
+            first = min(first, dt)
+            for _ in range(3):
+                dt, again = run(ls_cmd, env)
+                repeated = min(repeated, dt)
+        agree = counts(naive_out) == counts(ls_out) == counts(again)
+        print(f"panto-ls --all over {len(files)} sessions, {total / 1e9:.2f} GB, best of {a.repeat}")
+        print(f"  parse every line with orjson   {naive:7.3f} s")
+        print(f"  panto-ls, first run (no cache) {first:7.3f} s  {naive / first:6.1f}x faster"
+              f"  ({'ok' if naive / first >= FIRST else 'MISSES'}, target >= {FIRST:.0f}x)")
+        print(f"  panto-ls, repeated run         {repeated:7.3f} s  {naive / repeated:6.1f}x faster"
+              f"  ({'ok' if naive / repeated >= REPEATED else 'MISSES'}, target >= {REPEATED:.0f}x)")
+        print(f"  ids and message counts agree with the full parse: {'yes' if agree else 'NO'}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

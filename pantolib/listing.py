@@ -11,7 +11,7 @@ import orjson
 
 from pantolib import paths
 
-PROMPT_MAX = 500
+PROMPT_MAX = 200
 # panto and the seed write entries compactly, type first, with the message
 # object last but for its content: a message line starts with MESSAGE and
 # names its role within its first few hundred bytes. Quotes inside JSON
@@ -20,7 +20,7 @@ PROMPT_MAX = 500
 MESSAGE = b'{"type":"message",'
 ROLE = b'"message":{"role":"'
 ROLE_WINDOW = 1024
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 class NotASession(Exception):
@@ -39,54 +39,73 @@ def _first_prompt(obj):
     return None
 
 
-def _message_role(raw):
-    """The role of a message entry line, cheaply; None for any other line."""
-    if raw.startswith(MESSAGE):
-        i = raw.find(ROLE, 0, ROLE_WINDOW)
-        if i >= 0:
-            i += len(ROLE)
-            j = raw.find(b'"', i, i + 16)
-            if j > 0:
-                return raw[i:j].decode("ascii", "replace")
-    elif b'"message"' not in raw:
+def _role_of(raw):
+    """The role of a message entry line that is not laid out as panto writes it."""
+    obj = _parse(raw)
+    if obj is not None and obj.get("type") == "message" and isinstance(obj.get("message"), dict):
+        return obj["message"].get("role")
+    return None
+
+
+def _epoch(iso):
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso).timestamp()
+    except (TypeError, ValueError):
         return None
+
+
+def _parse(raw):
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    if type(obj) is dict and obj.get("type") == "message" and isinstance(obj.get("message"), dict):
-        return obj["message"].get("role")
-    return None
+    return obj if type(obj) is dict else None
 
 
 def summarize(path):
     """(header, message count, first prompt) of a session file, read cheaply.
 
-    Only the header and the first user entry are parsed; the other lines are
-    told apart by their bytes. A torn last line is not counted.
+    The file is mapped, not read into lines: each line is looked at only at
+    its start. Only the header and the first user entry are parsed; a torn
+    last line is not counted.
     """
+    import mmap
+
     with open(path, "rb") as f:
-        first = f.readline(1 << 20)
-        try:
-            header = orjson.loads(first)
-        except orjson.JSONDecodeError:
-            raise NotASession("not a panto session") from None
-        if not (type(header) is dict and header.get("type") == "session"
-                and isinstance(header.get("id"), str) and isinstance(header.get("cwd"), str)):
-            raise NotASession("not a panto session")
-        prompt = None
-        count = 0
-        for raw in f:
-            if raw[-1:] != b"\n":
-                break
-            role = _message_role(raw)
-            if role == "user" or role == "assistant":
-                count += 1
-                if prompt is None and role == "user":
-                    try:
-                        prompt = _first_prompt(orjson.loads(raw))
-                    except (orjson.JSONDecodeError, AttributeError):
-                        pass
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise NotASession("not a panto session (empty file)")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            end = data.find(b"\n", 0, 1 << 20)
+            header = _parse(data[:end + 1]) if end >= 0 else None
+            if not (header and header.get("type") == "session" and isinstance(header.get("id"), str)
+                    and isinstance(header.get("cwd"), str)):
+                raise NotASession("not a panto session")
+            prompt, count, start = None, 0, end + 1
+            find, n_message, n_role = data.find, len(MESSAGE), len(ROLE)
+            while True:
+                end = find(b"\n", start)
+                if end < 0:
+                    break  # the end, or a torn last line
+                role = None
+                if data[start:start + n_message] == MESSAGE:
+                    i = find(ROLE, start, start + ROLE_WINDOW) + n_role
+                    if n_role <= i < end:
+                        if data[i:i + 5] == b'user"':
+                            role = "user"
+                        elif data[i:i + 10] == b'assistant"':
+                            role = "assistant"
+                    else:
+                        role = _role_of(data[start:end])
+                elif find(b'"message"', start, end) >= 0:
+                    role = _role_of(data[start:end])
+                if role == "user" or role == "assistant":
+                    count += 1
+                    if prompt is None and role == "user":
+                        prompt = _first_prompt(_parse(data[start:end]) or {})
+                start = end + 1
     return header, count, prompt
 
 
@@ -108,7 +127,7 @@ class Lister:
             pass
         return {}
 
-    def save(self, listed_dirs):
+    def save(self):
         if not self.changed:
             return
         try:
@@ -124,11 +143,10 @@ class Lister:
 
     def sessions(self, directories, cwd=None):
         """Summaries (dicts) of the session files in these folders; cwd filters by header."""
-        out = []
+        out, listed, seen = [], set(), set()
         for directory in directories:
-            present = set()
             for path, st in paths.list_dir(directory):
-                present.add(path)
+                seen.add(path)
                 key = _key(st)
                 hit = self.cache.get(path)
                 if hit is not None and hit[0] == key:
@@ -142,17 +160,20 @@ class Lister:
                     except OSError as e:
                         self.warn(f"'{path}': {e.strerror or e}, skipped")
                         continue
-                    info = {"id": header["id"], "cwd": header["cwd"],
-                            "created": header.get("timestamp") if isinstance(header.get("timestamp"), str) else None,
-                            "messages": count, "firstPrompt": prompt}
+                    created = header.get("timestamp")
+                    created = created if isinstance(created, str) else None
+                    info = {"id": header["id"], "cwd": header["cwd"], "created": created,
+                            "createdEpoch": _epoch(created), "messages": count, "firstPrompt": prompt}
                     self.cache[path] = [key, info]
                     self.changed = True
                 if cwd is not None and info["cwd"] != cwd:
                     continue
                 out.append(dict(info, path=path, mtime=st.st_mtime_ns))
-            for path in [p for p in self.cache if os.path.dirname(p) == directory and p not in present]:
-                del self.cache[path]
-                self.changed = True
+            listed.add(directory)
+        gone = [p for p in self.cache if p not in seen and os.path.dirname(p) in listed]
+        for path in gone:  # files deleted since: forget them
+            del self.cache[path]
+        self.changed |= bool(gone)
         out.sort(key=lambda s: (s["mtime"], s["id"]), reverse=True)
         return out
 
@@ -166,7 +187,9 @@ def unique_prefixes(ids, least=8):
         for j in (i - 1, i + 1):
             if 0 <= j < len(order):
                 y = order[j]
-                n = 0
+                if x[:least] != y[:least]:
+                    continue  # the common case: they differ within the least prefix
+                n = least
                 while n < len(x) and n < len(y) and x[n] == y[n]:
                     n += 1
                 need = max(need, n + 1)

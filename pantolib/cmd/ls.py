@@ -32,7 +32,7 @@ def main(argv=None):
     else:
         dirs, cwd = [paths.session_dir()], os.getcwd()
     found = lister.sessions(dirs, cwd)
-    lister.save(dirs)
+    lister.save()
     out = cli.stdout()
     if args["--json"]:
         import orjson
@@ -46,7 +46,7 @@ def main(argv=None):
     prefixes = listing.unique_prefixes(s["id"] for s in found)
     for s in found:
         n = s["messages"]
-        row = [prefixes[s["id"]], _local_created(s["created"]), _local(s["mtime"] / 1e9),
+        row = [prefixes[s["id"]], _local(s["createdEpoch"]), _local(s["mtime"] / 1e9),
                f"{n} message" if n == 1 else f"{n} messages", _one_line(s["firstPrompt"])]
         if args["--all"]:
             row.append(s["cwd"])
@@ -57,16 +57,9 @@ def main(argv=None):
 def _local(ts):
     import time
 
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
-
-
-def _local_created(iso):
-    from datetime import datetime
-
-    try:
-        return _local(datetime.fromisoformat(iso).timestamp())
-    except (TypeError, ValueError):
+    if ts is None:
         return "?"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
 def _iso(mtime_ns):
@@ -79,5 +72,5 @@ def _iso(mtime_ns):
 def _one_line(text, width=80):
     if not text:
         return ""
-    flat = " ".join(text.split())
+    flat = " ".join(text[: 2 * width].split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

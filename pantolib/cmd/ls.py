@@ -33,15 +33,16 @@ def main(argv=None):
         dirs, cwd = [paths.session_dir()], os.getcwd()
     found = lister.sessions(dirs, cwd)
     lister.save()
-    out = cli.stdout()
+    rows = []  # written at once: stdout may be unbuffered (PYTHONUNBUFFERED)
     if args["--json"]:
         import orjson
 
         for s in found:
-            out.write(orjson.dumps({
+            rows.append(orjson.dumps({
                 "id": s["id"], "path": s["path"], "cwd": s["cwd"], "created": s["created"],
                 "modified": _iso(s["mtime"]), "messages": s["messages"], "firstPrompt": s["firstPrompt"],
             }) + b"\n")
+        cli.stdout().write(b"".join(rows))
         return cli.OK
     prefixes = listing.unique_prefixes(s["id"] for s in found)
     for s in found:
@@ -50,7 +51,8 @@ def main(argv=None):
                f"{n} message" if n == 1 else f"{n} messages", _one_line(s["firstPrompt"])]
         if args["--all"]:
             row.append(s["cwd"])
-        out.write(("\t".join(row) + "\n").encode("utf-8", "replace"))
+        rows.append("\t".join(row) + "\n")
+    cli.stdout().write("".join(rows).encode("utf-8", "replace"))
     return cli.OK
 
 

@@ -209,7 +209,7 @@ class Repl:
     # -- resuming ------------------------------------------------------------------------
     def load(self):
         """Replay the session file (repairing a torn tail): the Session, or None."""
-        ok, session, _ = self.step(self._source() + [["cat"]])
+        ok, session, _ = self.step(self._source())
         if not ok or session is None:
             raise PantoError(f"cannot read the session '{self.path}'")
         return session
@@ -300,7 +300,10 @@ class Repl:
                 continue
             if text.startswith("//"):
                 line = line.replace("/", "", 1)
-            self.turn(line)
+            try:
+                self.turn(line)
+            except KeyboardInterrupt:  # between two pipelines: the session is whole
+                self.say("[cancelled]", RED)
             self.out.write("\n")
 
 

@@ -19,9 +19,13 @@ def parse(doc, argv=None, version=True):
 
     try:
         return docopt(doc, argv, version=__version__ if version else None)
-    except DocoptExit as e:
-        usage = str(e).strip()
-        raise UsageError("bad usage (try --help)" + ("\n" + usage if usage else "")) from None
+    except DocoptExit:
+        args = sys.argv[1:] if argv is None else argv
+        unknown = [a for a in args if a.startswith("-") and len(a) > 1 and a != "--"
+                   and a.split("=", 1)[0] not in doc]
+        what = f"unknown option '{unknown[0]}'" if unknown else "bad usage"
+        usage = doc[doc.find("Usage:"):].split("\n\n", 1)[0].strip()
+        raise UsageError(f"{what} (try --help)\n{usage}") from None
 
 
 def stdout():

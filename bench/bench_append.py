@@ -61,9 +61,7 @@ def main(argv=None):
     try:
         home = os.path.join(tmp, "home")
         os.makedirs(home)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PANTO_", "OPENAI_", "ANTHROPIC_", "XDG_"))}
-        env.update(HOME=home, PANTO_SESSION_DIR=os.path.join(home, "sessions"),
-                   XDG_CACHE_HOME=os.path.join(home, ".cache"))
+        env = gen_sessions.isolated_env(home)
         # a long generated session: its first line is the header, the rest are entries
         src = os.path.join(tmp, "gen.jsonl")
         gen_sessions.write_session(src, 10**9, random.Random(a.seed), "/home/user/proj",

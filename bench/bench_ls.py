@@ -88,8 +88,7 @@ def main(argv=None):
         home = os.path.join(tmp, "home")
         os.makedirs(home)
         cache = os.path.join(tmp, "cache")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PANTO_", "OPENAI_", "ANTHROPIC_", "XDG_"))}
-        env.update(HOME=home, PANTO_SESSION_DIR=root, XDG_CACHE_HOME=cache)
+        env = gen_sessions.isolated_env(home, PANTO_SESSION_DIR=root, XDG_CACHE_HOME=cache)
         naive_cmd = [sys.executable, "-c", NAIVE, root]
         ls_cmd = [exe, "--all", "--json"]
         run(naive_cmd, env)                               # warm the page cache

@@ -73,9 +73,7 @@ def main(argv=None):
     try:
         home = os.path.join(tmp, "home")
         os.makedirs(home)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PANTO_", "OPENAI_", "ANTHROPIC_", "XDG_"))}
-        env.update(HOME=home, PANTO_SESSION_DIR=os.path.join(home, "sessions"),
-                   XDG_CACHE_HOME=os.path.join(home, ".cache"))
+        env = gen_sessions.isolated_env(home)
         path = os.path.join(tmp, "big.jsonl")
         gen_sessions.write_session(path, 10**9, random.Random(a.seed), "/home/user/proj",
                                    target_bytes=gen_sessions.parse_size(a.size))

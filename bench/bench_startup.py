@@ -17,6 +17,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_sessions  # noqa: E402
+
 import orjson
 
 TARGET = 1.5
@@ -54,9 +57,7 @@ def main(argv=None):
         work = os.path.join(tmp, "work")
         os.makedirs(home)
         os.makedirs(work)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PANTO_", "OPENAI_", "ANTHROPIC_", "XDG_"))}
-        env.update(HOME=home, PANTO_SESSION_DIR=os.path.join(home, "sessions"),
-                   XDG_CACHE_HOME=os.path.join(home, ".cache"), XDG_CONFIG_HOME=os.path.join(home, ".config"))
+        env = gen_sessions.isolated_env(home)
         sid, data = small_session(work)
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from pantolib import paths

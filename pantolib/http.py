@@ -123,20 +123,10 @@ class Request:
                 self._response = resp
                 return self
             if resp.status_code < 300:  # a JSON answer to a streaming request is an error
-                try:
-                    body = resp.read()[:MAX_ERROR_BODY]
-                except httpx.HTTPError:
-                    body = b""
-                finally:
-                    resp.close()
+                body = _read_body(resp)
                 detail = redact(error_detail(body), self.secrets) if body else "an empty answer"
                 raise self._fail(f"expected an event stream, got JSON: {detail}")
-            try:
-                body = resp.read()[:MAX_ERROR_BODY]
-            except httpx.HTTPError:
-                body = b""
-            finally:
-                resp.close()
+            body = _read_body(resp)
             wait = self._retry_wait(resp, attempt)
             if wait is None:
                 raise self._status_error(resp.status_code, body, resp.headers)
@@ -208,6 +198,16 @@ class Request:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _read_body(resp):
+    """The start of an error answer's body (empty if it cannot be read), then close it."""
+    try:
+        return resp.read()[:MAX_ERROR_BODY]
+    except httpx.HTTPError:
+        return b""
+    finally:
+        resp.close()
 
 
 def _reason(e):

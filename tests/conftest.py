@@ -8,6 +8,24 @@ import pytest
 
 LEAKY_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PANTO_")
 
+# The price table of the seed's pricing tests (its figures x 10^4 in picodollars).
+SEED_TOML = """\
+[anthropic."claude-sonnet-4-20250514"]
+input = 3.0
+output = 15.0
+cache_read = 0.3
+cache_write = 3.75
+
+[openai.gpt-4o]
+input = 2.5
+output = 10.0
+cache_read = 1.25
+
+[openai.gpt-4o-mini]
+input = 0.15
+output = 0.6
+"""
+
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):

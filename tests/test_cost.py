@@ -5,26 +5,10 @@ import tomllib
 
 import orjson
 import pytest
-from conftest import assert_clean_error, run
+from conftest import SEED_TOML, assert_clean_error, run
 
 from pantolib import paths
 
-SEED_TOML = """\
-[anthropic."claude-sonnet-4-20250514"]
-input = 3.0
-output = 15.0
-cache_read = 0.3
-cache_write = 3.75
-
-[openai.gpt-4o]
-input = 2.5
-output = 10.0
-cache_read = 1.25
-
-[openai.gpt-4o-mini]
-input = 0.15
-output = 0.6
-"""
 SONNET = ("anthropic", "claude-sonnet-4-20250514")
 GPT4O = ("openai", "gpt-4o")
 

@@ -9,6 +9,8 @@ from decimal import Decimal
 import orjson
 import pytest
 
+from conftest import SEED_TOML
+
 from pantolib import pricing
 from pantolib.errors import PantoError, SessionError
 from pantolib.pricing import Price, pico_per_token, turn_cost
@@ -158,26 +160,10 @@ def test_exact_sums_where_floats_drift():
 
 # --- models.toml (the seed's models_toml tests, x 10^4) -------------------------
 
-SEED_TOML = b"""\
-[anthropic."claude-sonnet-4-20250514"]
-input = 3.0
-output = 15.0
-cache_read = 0.3
-cache_write = 3.75
-
-[openai.gpt-4o]
-input = 2.5
-output = 10.0
-cache_read = 1.25
-
-[openai.gpt-4o-mini]
-input = 0.15
-output = 0.6
-"""
 
 
 def test_two_providers_several_models():
-    prices = pricing.parse(SEED_TOML)
+    prices = pricing.parse(SEED_TOML.encode())
     assert len(prices) == 3
     anth = prices.get("anthropic", "claude-sonnet-4-20250514")
     assert (anth.input, anth.output, anth.cache_read, anth.cache_write) == (

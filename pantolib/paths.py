@@ -34,15 +34,22 @@ def session_path(header, env=None):
 
 
 def cache_dir(env=None):
+    return _xdg(env, "XDG_CACHE_HOME", (".cache",))
+
+
+def _xdg(env, var, fallback):
     env = os.environ if env is None else env
-    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
+    base = env.get(var) or os.path.join(env.get("HOME") or os.path.expanduser("~"), *fallback)
     return os.path.join(base, "panto")
+
+
+def state_dir(env=None):
+    """$XDG_STATE_HOME/panto: the REPL's history, tools allowed 'always'."""
+    return _xdg(env, "XDG_STATE_HOME", (".local", "state"))
 
 
 def config_dir(env=None):
-    env = os.environ if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
-    return os.path.join(base, "panto")
+    return _xdg(env, "XDG_CONFIG_HOME", (".config",))
 
 
 def list_dir(directory):

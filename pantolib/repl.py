@@ -31,12 +31,6 @@ Ctrl-C cancels the running request or tool and returns to the prompt.\
 DIM, RED, CYAN, BOLD, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[1m", "\033[0m"
 
 
-def state_dir(env=None):
-    env = os.environ if env is None else env
-    base = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "panto")
-
-
 def command_path(name):
     """A plumbing command: next to the running `panto` first, else on PATH."""
     here = os.path.dirname(os.path.abspath(sys.argv[0] or ""))
@@ -313,7 +307,7 @@ def setup_history(env=None):
         import readline
     except ImportError:
         return None, None
-    path = os.path.join(state_dir(env), "history")
+    path = os.path.join(paths.state_dir(env), "history")
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         if not os.path.exists(path):

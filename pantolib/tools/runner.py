@@ -2,16 +2,10 @@
 import os
 import sys
 
-from pantolib import entries, tools
+from pantolib import entries, paths, tools
 
 YES, NO, ALWAYS = "y", "n", "a"
 PREVIEW_LINES = 12
-
-
-def state_dir(env=None):
-    env = os.environ if env is None else env
-    base = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "panto")
 
 
 def _args(use):
@@ -60,7 +54,7 @@ class Approver:
         self.no_tty = False
         self.state_file = None
         if session_id and "/" not in session_id and not session_id.startswith("."):
-            self.state_file = os.path.join(state_dir(env), "allow", session_id)
+            self.state_file = os.path.join(paths.state_dir(env), "allow", session_id)
             try:
                 with open(self.state_file, encoding="utf-8") as f:
                     self.allowed = {line.strip() for line in f if line.strip()}

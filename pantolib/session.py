@@ -115,10 +115,16 @@ def repair(path, r, fd=None):
 
 def check_path(path):
     """Refuse what cannot be a session file before opening it."""
-    if os.path.isdir(path):
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise PantoError(f"'{path}': no such session file") from None
+    if stat.S_ISDIR(mode):
         raise PantoError(f"'{path}' is a directory, not a session file")
-    if not os.path.exists(path):
-        raise PantoError(f"'{path}': no such session file")
+    if not stat.S_ISREG(mode):
+        raise PantoError(f"'{path}' is not a regular file, so not a session file")
 
 
 def make_dirs(directory):

@@ -298,6 +298,18 @@ def test_session_is_a_directory(isolated, tmp_path):
         assert b"directory" in p.stderr
 
 
+@pytest.mark.parametrize("device", ["/dev/zero", "fifo"])
+def test_session_is_a_device_or_fifo(isolated, tmp_path, device):
+    """Never read a file that does not end: refused at once, by every reader."""
+    if device == "fifo":
+        device = str(tmp_path / "a.jsonl")
+        os.mkfifo(device)
+    for argv in (["panto-log", "replay", device], ["panto-log", "append", device], ["panto-cost", device]):
+        p = run(argv, input=msg("0000aaaa", None, "user", "x"), timeout=10)
+        assert_clean_error(p, 1, argv[0])
+        assert b"not a regular file" in p.stderr
+
+
 def test_session_is_missing(isolated, tmp_path):
     missing = str(tmp_path / "missing.jsonl")
     p = run(["panto-log", "replay", missing])

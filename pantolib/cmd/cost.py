@@ -63,6 +63,9 @@ def main(argv=None):
         if name == "-":
             _count(tally, cli.stdin(), "<stdin>", by, stream=True)
         else:
+            from pantolib.session import check_path
+
+            check_path(name)  # a directory or a device is no session
             with open(name, "rb") as f:
                 _count(tally, f, name, by)
 

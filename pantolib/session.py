@@ -17,7 +17,7 @@ from pantolib.errors import PantoError, SessionError
 class Scan:
     """What reading a session file found."""
 
-    __slots__ = ("header", "ids", "leaf", "end", "size", "cut_line", "lines")
+    __slots__ = ("header", "ids", "leaf", "end", "size", "cut_line")
 
     def __init__(self):
         self.header = None
@@ -26,7 +26,6 @@ class Scan:
         self.end = 0          # bytes of valid data from the top
         self.size = 0         # the file's size when read
         self.cut_line = None  # first torn line, when there is one
-        self.lines = 0
 
 
 def _torn_or_schema(raw, name, lineno):
@@ -80,7 +79,6 @@ def scan(path, start=0, result=None, lineno=0):
             else:
                 r.ids.add(obj["id"])
                 r.leaf = obj["id"]
-            r.lines += 1
             offset += len(raw)
             r.end = offset
     if r.header is None:

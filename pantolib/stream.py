@@ -32,15 +32,6 @@ class Line:
     def __init__(self, raw, obj, kind, lineno=0):
         self.raw, self.obj, self.kind, self.lineno = raw, obj, kind, lineno
 
-    @property
-    def id(self):
-        return self.obj.get("id") if self.kind != HEADER else None
-
-    @property
-    def role(self):
-        m = self.obj.get("message")
-        return m.get("role") if self.obj.get("type") == "message" else None
-
 
 def dumps(obj):
     """Compact JSON plus the line feed: how panto writes every line."""

@@ -209,6 +209,7 @@ def test_ctrl_c_at_the_prompt_does_not_quit(srv, env):
     t.expect("> ")
     t.line("/session")
     t.expect("no session file yet")
+    t.expect("> ")            # readline has the terminal again: Ctrl-D is EOF
     assert t.p.poll() is None
     assert t.quit() == 0
     assert srv.requests == []

@@ -101,8 +101,12 @@ class Request:
     def open(self):
         """Send the request (retrying 429/5xx); returns once a 2xx response has begun."""
         t = self.timeout
-        self._client = httpx.Client(timeout=httpx.Timeout(t, connect=min(t, CONNECT_CAP)),
-                                    follow_redirects=False, trust_env=True)
+        try:
+            self._client = httpx.Client(timeout=httpx.Timeout(t, connect=min(t, CONNECT_CAP)),
+                                        follow_redirects=False, trust_env=True)
+        except ImportError as e:  # e.g. ALL_PROXY=socks5://... without httpx's SOCKS extra
+            raise self._fail(f"the proxy set in the environment needs a package panto does not "
+                             f"install ({e}); unset the proxy variable") from None
         content = orjson.dumps(self.body)
         attempt = 0
         while True:

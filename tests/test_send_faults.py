@@ -101,6 +101,13 @@ def test_connection_refused(srv):
     failed(p, "cannot connect", f"127.0.0.1:{port}")
 
 
+def test_socks_proxy_without_its_package(srv):
+    """httpx needs an extra package for SOCKS proxies: a clear line, not an internal error."""
+    p = send(srv, "now", input=BASE, ALL_PROXY="socks5://127.0.0.1:9", all_proxy="socks5://127.0.0.1:9")
+    failed(p)
+    assert b"internal error" not in p.stderr
+
+
 def test_reset_mid_stream(srv):
     rep = S.openai_text("a long answer that breaks", reset_after=3)
     srv.push(rep)

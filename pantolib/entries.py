@@ -65,6 +65,18 @@ def complete(bare, parent, taken):
     return entry
 
 
+def stamp(entry, provider, model):
+    """Stamp a user entry, in place, with the provider/model it is sent to
+    (placed before "message", as the format orders keys)."""
+    items = [(k, v) for k, v in entry.items() if k not in ("provider", "model")]
+    entry.clear()
+    for key, value in items:
+        if key == "message":
+            entry["provider"], entry["model"] = provider, model
+        entry[key] = value
+    return entry
+
+
 def text(s):
     return {"type": "text", "text": s}
 

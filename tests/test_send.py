@@ -129,6 +129,9 @@ def test_headerless_bare_entries_become_a_new_session(srv):
     assert head["type"] == "session" and system["message"]["role"] == "system"
     assert u["parentId"] == system["id"] and HEX8.match(u["id"]) and "timestamp" in u
     assert u["message"]["content"][0]["text"] == "from jq"
+    # a user entry is stamped with where it was sent, keys in the format's order
+    assert (u["provider"], u["model"]) == ("openai", srv.requests[0].body["model"])
+    assert list(u) == ["type", "id", "parentId", "timestamp", "provider", "model", "message"]
     assert a["parentId"] == u["id"]
     assert srv.requests[0].body["messages"][-1] == {"role": "user", "content": "from jq"}
 

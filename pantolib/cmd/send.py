@@ -50,13 +50,15 @@ def main(argv=None):
         with open(args["--file"], encoding="utf-8") as f:
             prompt = f.read()
 
-    session, out_lines, taken = _read_input(args["--system"])
+    session, out_lines, taken, unstamped = _read_input(args["--system"])
     out = cli.stdout()
     try:
         provider, options, key_var = providers.configure(opts, session.active_model(), os.environ)
     except Exception:
         out.writelines(out_lines)
         raise
+    for i, entry in unstamped:  # user entries written by hand go to this model now
+        out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model))
     secrets = [options.api_key] if options.api_key else []
     user = None
     if prompt is not None:
@@ -161,12 +163,13 @@ def _check(args):
 
 
 def _read_input(system_text):
-    """The input stream as a Session, and its lines to pass on (completed
-    bare entries; a header and a system entry first when the session is new)."""
+    """The input stream as a Session, its lines to pass on (completed bare
+    entries; a header and a system entry first when the session is new), the
+    ids taken, and the completed user entries that still need a stamp."""
     from pantolib import entries, stream
     from pantolib.conversation import Session
 
-    session, out_lines, taken = Session(), [], set()
+    session, out_lines, taken, unstamped = Session(), [], set(), []
 
     def add(obj, kind=stream.ENTRY):
         line = stream.Line(stream.dumps(obj), obj, kind)
@@ -189,6 +192,10 @@ def _read_input(system_text):
                 add_system(line.obj)
             completed = entries.complete(line.obj, session.leaf, taken)
             line = stream.Line(stream.dumps(completed), completed, stream.ENTRY, line.lineno)
+            msg = completed.get("message")
+            if (completed["type"] == "message" and msg["role"] == "user"
+                    and not (completed.get("provider") and completed.get("model"))):
+                unstamped.append((len(out_lines), completed))
         elif line.kind == stream.ENTRY:
             taken.add(line.obj["id"])
         session.add(line)
@@ -197,7 +204,7 @@ def _read_input(system_text):
         add(entries.make_header(), stream.HEADER)
     if session.leaf is None:
         add_system(None)
-    return session, out_lines, taken
+    return session, out_lines, taken, unstamped
 
 
 def _redacted(raw, secrets):

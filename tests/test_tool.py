@@ -257,6 +257,27 @@ def test_api_keys_do_not_leak(isolated):
     assert blocks[1]["content"] == "OPENAI_API_KEY=[redacted]"
 
 
+def test_no_piece_of_a_key_survives_a_cut_in_capped_output(isolated):
+    """A key that straddles the cut of capped output is not left half visible."""
+    key = "sk-test-SECRET-abcdefghijklmnopqrstuvwxyz"
+    half = 25 * 1024
+    (isolated / "big.txt").write_text("x" * (half - 10) + key + "y" * 60000 + key[:5] + "\n")
+    env = dict(os.environ, OPENAI_API_KEY=key)
+    data = stream_with(("bash", {"command": "cat big.txt"}), ("read", {"path": "big.txt"}))
+    p = tool(data, "--yes", env=env)
+    blocks = results(p, data)
+    assert "bytes cut" in blocks[0]["content"] and "line cut" in blocks[1]["content"]
+    for block in blocks:
+        text = block["content"]
+        assert "SECRET" not in text and key[:10] not in text, text[half - 40:half + 40]
+        assert "[redacted]" in text
+    # the read tool cuts a long line at 50 KB: a key there loses its head too
+    (isolated / "edge.txt").write_text("z" * (50 * 1024 - 12) + key + "\n")
+    data = stream_with(("read", {"path": "edge.txt"}))
+    text = results(tool(data, "--yes", env=env), data)[0]["content"]
+    assert "line cut" in text and "SECRET" not in text and key[:6] not in text
+
+
 def test_bare_entry_is_a_clean_error():
     data = stream_with(("bash", {"command": "true"}))
     data += b'{"type":"message","message":{"role":"user","content":[]}}\n'

@@ -29,11 +29,31 @@ def without_keys(env=None):
     return {k: v for k, v in env.items() if not is_key_name(k)}
 
 
+FRAGMENT = 6              # a piece of a key this long, left at a cut, is redacted too
+# the notes the tools put where they cut output (common.cap_bytes, read.py)
+_CUT = re.compile(r"(\n\[\.\.\. \d+ bytes cut: [^\n]*\.\.\.\]\n| \[line cut at 50 KB\])")
+
+
 def redact(text, keys):
+    """Replace every key by [redacted], and any piece of one that a cut of
+    capped output left at its edges (so no part of a key survives)."""
     for k in keys:
         if k in text:
             text = text.replace(k, "[redacted]")
-    return text
+    parts = _CUT.split(text) if keys else [text]  # text, note, text, note, ..., text
+    for i in range(0, len(parts) - 1, 2):
+        before, after = parts[i], parts[i + 2]
+        for k in keys:
+            for n in range(len(k) - 1, FRAGMENT - 1, -1):
+                if before.endswith(k[:n]):
+                    before = before[:-n] + "[redacted]"
+                    break
+            for n in range(len(k) - 1, FRAGMENT - 1, -1):
+                if after.startswith(k[-n:]):
+                    after = "[redacted]" + after[n:]
+                    break
+        parts[i], parts[i + 2] = before, after
+    return "".join(parts)
 
 
 def resolve(path, cwd):

@@ -267,7 +267,7 @@ class Repl:
         return True
 
     def read_line(self):
-        line = input("> ")
+        line = _input("> ")
         if self.echo:
             self.out.write(line + "\n")
             self.out.flush()
@@ -299,6 +299,24 @@ class Repl:
             except KeyboardInterrupt:  # between two pipelines: the session is whole
                 self.say("[cancelled]", RED)
             self.out.write("\n")
+
+
+def _input(prompt):
+    """input(), with Ctrl-C always honoured at once.
+
+    CPython's readline waits in select() for the next key; a SIGINT that
+    lands just before that select (while a typed key is being echoed) would
+    only be seen at the following key press. A timer wakes the select ten
+    times a second so a pending Ctrl-C is raised without delay."""
+    if not sys.stdin.isatty():
+        return input(prompt)
+    old = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+    try:
+        return input(prompt)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def setup_history(env=None):

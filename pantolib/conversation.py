@@ -14,11 +14,16 @@ class Session:
         self.leaf = None     # id of the last entry
 
     @classmethod
-    def read(cls, f, name="<stdin>"):
+    def read(cls, f, name="<stdin>", skip_bare=False):
+        """The Session of a stream. A bare entry is an error (it must be
+        completed first), or is left out with skip_bare."""
         s = cls()
         for line in stream.read(f, name):
             if line.kind == stream.BARE:
-                raise SessionError("bare entry where a complete one is needed", name, line.lineno)
+                if skip_bare:
+                    continue
+                raise SessionError("bare entry in the stream (complete it first with panto-log append)",
+                                   name, line.lineno)
             s.add(line)
         return s
 

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 
-from pantolib import paths, stream
+from pantolib import paths
 from pantolib.conversation import Session
 from pantolib.errors import PantoError
 
@@ -45,11 +45,7 @@ def command_path(name):
 
 def read_session(data):
     """A Session from stream bytes (bare lines, which nothing here writes, are skipped)."""
-    s = Session()
-    for line in stream.read(io.BytesIO(data)):
-        if line.kind != stream.BARE:
-            s.add(line)
-    return s
+    return Session.read(io.BytesIO(data), skip_bare=True)
 
 
 class Pipeline:

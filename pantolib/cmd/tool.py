@@ -52,17 +52,11 @@ def main(argv=None):
 def run(yes, timeout, live):
     from pantolib import stream
     from pantolib.conversation import Session
-    from pantolib.errors import SessionError
     from pantolib.tools import runner
 
     out = cli.stdout()
-    session = Session()
-    for line in stream.read(cli.stdin()):
-        out.write(line.raw)
-        if line.kind == stream.BARE:
-            raise SessionError("bare entry in the stream (complete it first with panto-log append)",
-                               "<stdin>", line.lineno)
-        session.add(line)
+    session = Session.read(cli.stdin())
+    out.writelines(line.raw for line in session.lines)
     out.flush()   # downstream persists the calls before any of them runs
     header_id = session.header.get("id") if session.header else None
     approver = runner.Approver(yes=yes, session_id=header_id)

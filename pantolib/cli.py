@@ -42,7 +42,7 @@ def warn(name, message):
     sys.stderr.flush()
 
 
-def _silence_stdout():
+def silence_stdout():
     """After EPIPE: point fd 1 at /dev/null so the final flush cannot fail."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -61,12 +61,12 @@ def run(name, func, argv=None):
         try:
             sys.stdout.flush()
         except BrokenPipeError:
-            _silence_stdout()
+            silence_stdout()
         return OK if status is None else status
     except SystemExit:
         raise
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         return OK
     except UsageError as e:
         first, _, rest = str(e).partition("\n")
@@ -109,7 +109,7 @@ def command(name):
             try:
                 sys.stdout.flush()
             except (BrokenPipeError, OSError, ValueError):
-                _silence_stdout()
+                silence_stdout()
             sys.exit(status)
 
         main.name = name

@@ -55,7 +55,7 @@ def append(path):
             except BrokenPipeError:
                 # Nobody reads any more: keep persisting, stop echoing.
                 downstream[0] = False
-                cli._silence_stdout()
+                cli.silence_stdout()
 
     writer = session.Writer(path)
     try:

@@ -17,12 +17,11 @@ import argparse
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 import gen_sessions  # noqa: E402
 
 TARGET = 1.10
@@ -39,13 +38,7 @@ for line in sys.stdin.buffer:
 
 
 def once(argv, data_path, env):
-    with open(data_path, "rb") as fin:
-        t = time.perf_counter()
-        p = subprocess.run(argv, stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        dt = time.perf_counter() - t
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed: {p.stderr.decode(errors='replace').strip()[:500]}")
-    return dt
+    return common.timed(argv, env, stdin_path=data_path)[0]
 
 
 def main(argv=None):
@@ -54,14 +47,12 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
-    exe = shutil.which("panto-log")
-    if not exe:
-        sys.exit("panto-log is not on PATH (run with the venv's bin/ first, e.g. make bench)")
+    exe = common.command("panto-log")
     tmp = tempfile.mkdtemp(prefix="panto-bench-", dir=os.environ.get("PANTO_BENCH_DIR"))
     try:
         home = os.path.join(tmp, "home")
         os.makedirs(home)
-        env = gen_sessions.isolated_env(home)
+        env = common.isolated_env(home)
         # a long generated session: its first line is the header, the rest are entries
         src = os.path.join(tmp, "gen.jsonl")
         gen_sessions.write_session(src, 10**9, random.Random(a.seed), "/home/user/proj",

@@ -21,6 +21,7 @@ import time
 import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 import gen_sessions  # noqa: E402
 
 JQ = r"""
@@ -53,21 +54,13 @@ reduce (inputs | select(.type == "message" and .message.role == "assistant") | .
 def timed(cmd, env=None):
     """Run cmd; (seconds, stdout bytes, peak RSS in KB of that command alone, or None).
 
-    Peak memory comes from GNU time when it is installed: a child forked from
-    this (large) Python process would inherit its high-water mark.
+    Peak memory comes from GNU time when it is installed (common.PeakRss).
     """
-    gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
-    rss = None
-    with tempfile.NamedTemporaryFile("r") as tf:
-        full = [gnu_time, "-f", "%M", "-o", tf.name, *cmd] if gnu_time else cmd
-        t = time.perf_counter()
-        p = subprocess.run(full, stdout=subprocess.PIPE, env=env)
-        dt = time.perf_counter() - t
-        if gnu_time:
-            try:
-                rss = int(tf.read().split()[-1])
-            except (ValueError, IndexError):
-                pass
+    peak = common.PeakRss(cmd)
+    t = time.perf_counter()
+    p = subprocess.run(peak.argv, stdout=subprocess.PIPE, env=env)
+    dt = time.perf_counter() - t
+    rss = peak.kb()
     if p.returncode != 0:
         sys.exit(f"bench_cost: {cmd[0]} exited {p.returncode}")
     return dt, p.stdout, rss
@@ -105,8 +98,7 @@ def main():
     ap.add_argument("--keep", metavar="DIR", help="generate into DIR (reused if it has sessions)")
     a = ap.parse_args()
     for tool in ("jq", "panto-cost"):
-        if not shutil.which(tool):
-            sys.exit(f"bench_cost: '{tool}' is not on PATH")
+        common.command(tool)
     size = gen_sessions.parse_size(a.size)
     n = a.sessions or max(1, size >> 20)
     root = a.keep or tempfile.mkdtemp(prefix="panto-bench-cost-")

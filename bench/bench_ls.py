@@ -13,7 +13,6 @@ are checked to agree on ids and message counts.
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +20,7 @@ import time
 import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 import gen_sessions  # noqa: E402
 
 FIRST, REPEATED = 3.0, 20.0
@@ -53,12 +53,7 @@ for m, i, n in rows:
 
 
 def run(argv, env):
-    t = time.perf_counter()
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    dt = time.perf_counter() - t
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed: {p.stderr.decode(errors='replace').strip()[:500]}")
-    return dt, p.stdout
+    return common.timed(argv, env, capture=True)
 
 
 def counts(out):
@@ -73,9 +68,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="generate into (or reuse) this directory and keep it")
     a = ap.parse_args(argv)
-    exe = shutil.which("panto-ls")
-    if not exe:
-        sys.exit("panto-ls is not on PATH (run with the venv's bin/ first, e.g. make bench)")
+    exe = common.command("panto-ls")
     tmp = tempfile.mkdtemp(prefix="panto-bench-")
     try:
         root = a.keep or os.path.join(tmp, "sessions")
@@ -88,7 +81,7 @@ def main(argv=None):
         home = os.path.join(tmp, "home")
         os.makedirs(home)
         cache = os.path.join(tmp, "cache")
-        env = gen_sessions.isolated_env(home, PANTO_SESSION_DIR=root, XDG_CACHE_HOME=cache)
+        env = common.isolated_env(home, PANTO_SESSION_DIR=root, XDG_CACHE_HOME=cache)
         naive_cmd = [sys.executable, "-c", NAIVE, root]
         ls_cmd = [exe, "--all", "--json"]
         run(naive_cmd, env)                               # warm the page cache

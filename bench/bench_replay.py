@@ -20,6 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 import gen_sessions  # noqa: E402
 
 TARGET_LOOP = 1.3
@@ -34,12 +35,8 @@ with open(sys.argv[1], "rb") as f:
 
 
 def timed(argv, env):
-    gnu = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
-    rss_file = None
-    if gnu:
-        fd, rss_file = tempfile.mkstemp()
-        os.close(fd)
-        argv = [gnu, "-f", "%M", "-o", rss_file, *argv]
+    peak = common.PeakRss(argv)
+    argv = peak.argv
     t = time.perf_counter()
     producer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     sink = subprocess.Popen(["cat"], stdin=producer.stdout, stdout=subprocess.DEVNULL)
@@ -50,13 +47,7 @@ def timed(argv, env):
     dt = time.perf_counter() - t
     if status != 0:
         sys.exit(f"{' '.join(argv)} failed: {err.decode(errors='replace').strip()}")
-    rss = None
-    if rss_file:
-        try:
-            rss = int(open(rss_file).read().split()[-1])
-        except (ValueError, IndexError):
-            pass
-        os.unlink(rss_file)
+    rss = peak.kb()
     return dt, rss
 
 
@@ -66,14 +57,12 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
-    exe = shutil.which("panto-log")
-    if not exe:
-        sys.exit("panto-log is not on PATH (run with the venv's bin/ first, e.g. make bench)")
+    exe = common.command("panto-log")
     tmp = tempfile.mkdtemp(prefix="panto-bench-")
     try:
         home = os.path.join(tmp, "home")
         os.makedirs(home)
-        env = gen_sessions.isolated_env(home)
+        env = common.isolated_env(home)
         path = os.path.join(tmp, "big.jsonl")
         gen_sessions.write_session(path, 10**9, random.Random(a.seed), "/home/user/proj",
                                    target_bytes=gen_sessions.parse_size(a.size))

@@ -15,7 +15,6 @@ Usage: bench/bench_send.py [--events N] [--runs R]
 """
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import sse_server as S  # noqa: E402
+
+sys.path.insert(0, HERE)
+import common  # noqa: E402
 
 REFERENCE = r"""
 import sys
@@ -86,9 +88,7 @@ def main():
     ap.add_argument("--events", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=7)
     a = ap.parse_args()
-    send = shutil.which("panto-send")
-    if not send:
-        raise SystemExit("bench: panto-send is not on PATH (use the venv's bin/)")
+    send = common.command("panto-send")
     with S.Server() as srv:
         env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY="none", PANTO_API_STYLE="openai_chat")
         cmds = {"panto-send": [send, "--live", "hi"],

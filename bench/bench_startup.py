@@ -12,13 +12,11 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gen_sessions  # noqa: E402
+import common  # noqa: E402
 
 import orjson
 
@@ -38,13 +36,7 @@ def small_session(cwd):
 
 
 def once(argv, stdin_path, env, cwd):
-    with open(stdin_path, "rb") as fin:
-        t = time.perf_counter()
-        p = subprocess.run(argv, stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
-        dt = time.perf_counter() - t
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed: {p.stderr.decode(errors='replace').strip()}")
-    return dt
+    return common.timed(argv, env, stdin_path=stdin_path, cwd=cwd)[0]
 
 
 def main(argv=None):
@@ -57,7 +49,7 @@ def main(argv=None):
         work = os.path.join(tmp, "work")
         os.makedirs(home)
         os.makedirs(work)
-        env = gen_sessions.isolated_env(home)
+        env = common.isolated_env(home)
         sid, data = small_session(work)
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from pantolib import paths
@@ -71,11 +63,7 @@ def main(argv=None):
             f.write(data)
         empty = os.devnull
 
-        def exe(name):
-            path = shutil.which(name)
-            if not path:
-                sys.exit(f"{name} is not on PATH (run with the venv's bin/ first, e.g. make bench)")
-            return path
+        exe = common.command
 
         cases = {
             "reference: python3 -c 'import orjson'": ([sys.executable, "-c", "import orjson"], empty),

@@ -215,16 +215,6 @@ def make_tree(root, n_sessions, total_bytes, seed=0, n_dirs=None):
     return out
 
 
-def isolated_env(home, **extra):
-    """The environment for a bench run: no provider keys or panto/XDG settings
-    of the user's, a HOME of its own with sessions and cache inside it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PANTO_", "OPENAI_", "ANTHROPIC_", "XDG_"))}
-    env.update(HOME=home, PANTO_SESSION_DIR=os.path.join(home, "sessions"),
-               XDG_CACHE_HOME=os.path.join(home, ".cache"), XDG_CONFIG_HOME=os.path.join(home, ".config"))
-    env.update(extra)
-    return env
-
-
 def parse_size(s):
     s = s.strip().upper().removesuffix("B")
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:], 1)

@@ -16,8 +16,8 @@ import sys
 from pantolib import paths
 from pantolib.conversation import Session
 from pantolib.errors import PantoError
+from pantolib.providers import NAMES as PROVIDERS
 
-PROVIDERS = ("openai", "anthropic")
 HELP = """\
 commands:
   /model PROVIDER MODEL   switch model (openai or anthropic) from the next prompt on

@@ -155,7 +155,9 @@ def _check(args):
         from pantolib.providers import positive_int
 
         max_tokens = positive_int(args["--max-tokens"], "--max-tokens")
-    if args["--provider"] is not None and args["--provider"] not in ("openai", "anthropic"):
+    from pantolib.providers import NAMES
+
+    if args["--provider"] is not None and args["--provider"] not in NAMES:
         raise UsageError(f"unknown provider '{args['--provider']}' (use openai or anthropic)")
     return {"provider": args["--provider"], "model": args["--model"] or None,
             "base_url": args["--base-url"] or None, "reasoning": args["--reasoning"] or None,

@@ -54,9 +54,16 @@ class Session:
         return [e for e in self.path() if e.get("type") == "message"]
 
     def messages(self):
-        """The conversation: {role, content} per message entry on the path."""
-        return [{"role": e["message"]["role"], "content": e["message"]["content"]}
-                for e in self.message_entries()]
+        """The conversation: {role, content} per message entry on the path;
+        assistant messages also carry the provider and model that wrote them."""
+        out = []
+        for e in self.message_entries():
+            m = e["message"]
+            msg = {"role": m["role"], "content": m["content"]}
+            if m["role"] == "assistant":
+                msg["provider"], msg["model"] = m.get("provider"), m.get("model")
+            out.append(msg)
+        return out
 
     def active_model(self):
         """(provider, model) of the last stamped user entry on the path, or None."""

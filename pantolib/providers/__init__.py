@@ -1,7 +1,13 @@
 """The wire APIs panto speaks, one module each, with the same small interface:
 
     NAME                        provider name stamped on entries ("openai", "anthropic")
+    API                         the wire API's name ("openai_chat", "openai_responses", ...)
     build_request(messages, options) -> (url, headers, body)
+    negotiate(error, options) -> note or None
+                                a 400/422 (http.StatusError) naming a field this module
+                                sent for an optional feature: change `options` so the
+                                next request goes in the older form or without it, and
+                                return the note for stderr; None when it is not that
     Accumulator(on_text=None, on_thinking=None)
         .feed(event)            one sse.Event; ProviderError on an error event or bad data
         .done                   True once the stream's end marker has arrived
@@ -11,30 +17,64 @@
 `messages` are in the disk format ({"role", "content"} with panto's blocks,
 as `conversation.Session.messages()` returns them); so are the blocks the
 accumulator returns. The callbacks get live text and thinking deltas (str).
+Assistant messages also carry the "provider" and "model" that wrote them, so
+that a module sends thinking back only to its own model (`own_thinking`).
 """
 import importlib
 
-# PANTO_API_STYLE value -> provider name
-STYLES = {"openai_chat": "openai", "anthropic_messages": "anthropic"}
-_MODULES = {"openai": "openai_chat", "anthropic": "anthropic_messages"}
+# wire API (--api, PANTO_API_STYLE) -> provider name stamped on entries
+APIS = {"openai_chat": "openai", "openai_responses": "openai", "anthropic_messages": "anthropic"}
+STYLES = APIS
+_MODULES = {"openai": "openai_chat", "anthropic": "anthropic_messages"}  # provider -> its default API
 NAMES = tuple(_MODULES)
+THINKING = ("thinking", "redactedThinking")
 
 NOT_RUN = "tool call not run: the conversation went on without its result"
 
 
 class Options:
-    """What a request needs besides the conversation."""
+    """What a request needs besides the conversation.
+
+    reasoning: None (send no reasoning field), "none", "minimal", "low",
+    "medium", "high", "xhigh", "max", or an int (a thinking budget in tokens).
+    cache: "5m", "1h" or "off". session_id: the session's id (OpenAI's
+    prompt_cache_key). dropped: names of optional fields a server refused
+    (negotiate() adds them; build_request leaves them out).
+    """
 
     def __init__(self, model, base_url, api_key=None, max_tokens=None, reasoning=None,
-                 tools=None, api_version=None, include_usage=True):
+                 tools=None, api_version=None, include_usage=True, cache="5m", session_id=None,
+                 api=None):
         self.model, self.base_url, self.api_key = model, base_url.rstrip("/"), api_key
         self.max_tokens, self.reasoning, self.tools = max_tokens, reasoning, tools
         self.api_version, self.include_usage = api_version, include_usage
+        self.cache, self.session_id, self.api = cache, session_id, api
+        self.dropped = set()
 
 
 def module(provider):
-    """The module of a provider name ('openai' or 'anthropic')."""
+    """The module of a provider name ('openai' or 'anthropic'): its default wire API."""
     return importlib.import_module(f"pantolib.providers.{_MODULES[provider]}")
+
+
+def api_module(api):
+    """The module of a wire API name ('openai_chat', 'openai_responses', 'anthropic_messages')."""
+    if api not in APIS:
+        raise KeyError(api)
+    return importlib.import_module(f"pantolib.providers.{api}")
+
+
+def own_thinking(messages, provider, model):
+    """The conversation with every thinking block left out of assistant
+    messages that another provider or model wrote (SPEC 3: thinking goes back
+    only to the model that produced it). Messages are not changed in place."""
+    out = []
+    for m in messages:
+        if m["role"] == "assistant" and (m.get("provider"), m.get("model")) != (provider, model) \
+                and any(b.get("type") in THINKING for b in m["content"]):
+            m = dict(m, content=[b for b in m["content"] if b.get("type") not in THINKING])
+        out.append(m)
+    return out
 
 
 def not_run(tool_uses):
@@ -63,7 +103,7 @@ def normalize(messages):
             pending = {b["id"]: b for b in m["content"] if b.get("type") == "toolUse"} \
                 if m["role"] == "assistant" else {}
             if m["content"]:
-                out.append({"role": m["role"], "content": m["content"]})
+                out.append(dict(m))
             i += 1
             continue
         j = i

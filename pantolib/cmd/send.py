@@ -11,6 +11,8 @@ assistant's reply. An empty or headerless input starts a new session.
 
 Options:
   -p, --provider NAME   openai or anthropic (default: the session's, else PANTO_API_STYLE).
+  --api NAME            Wire API: openai_chat, openai_responses or anthropic_messages
+                        (default: PANTO_API_STYLE, else the provider's own, see panto-send(1)).
   -m, --model MODEL     Model id (default: the session's, else OPENAI_MODEL or ANTHROPIC_MODEL).
   --base-url URL        API base URL (default: OPENAI_BASE_URL or ANTHROPIC_BASE_URL).
   --system TEXT         System prompt of a new session (default: panto's own).
@@ -75,7 +77,7 @@ def main(argv=None):
     leaf = session.leaf_message()
     if leaf is None or leaf["message"]["role"] != "user":
         raise _error("nothing to send: give a PROMPT or -f FILE")
-    if not options.api_key and options.base_url == providers.module(provider).DEFAULT_BASE_URL:
+    if not options.api_key and options.base_url == providers.api_module(options.api).DEFAULT_BASE_URL:
         raise _error(f"{key_var} is not set (export it, or set a base URL for a server without keys)")
     if args["--tools"]:
         from pantolib import tools
@@ -109,7 +111,7 @@ def _exchange(provider, options, messages, opts, live, secrets, key_var):
     from pantolib import http, providers
     from pantolib.errors import ProviderError
 
-    mod = providers.module(provider)
+    mod = providers.api_module(options.api)
     note = (lambda m: live.note(f"{NAME}: {m}")) if live is not None else None
     while True:
         url, headers, body = mod.build_request(messages, options)
@@ -119,6 +121,11 @@ def _exchange(provider, options, messages, opts, live, secrets, key_var):
             try:
                 req.open()
             except http.StatusError as e:
+                change = mod.negotiate(e, options) if hasattr(mod, "negotiate") else None
+                if change:
+                    if note is not None:
+                        note(change)
+                    continue
                 if provider == "openai" and options.include_usage and mod.rejects_stream_options(e):
                     options.include_usage = False
                     continue
@@ -159,7 +166,7 @@ def _check(args):
 
     if args["--provider"] is not None and args["--provider"] not in NAMES:
         raise UsageError(f"unknown provider '{args['--provider']}' (use openai or anthropic)")
-    return {"provider": args["--provider"], "model": args["--model"] or None,
+    return {"api": args["--api"], "provider": args["--provider"], "model": args["--model"] or None,
             "base_url": args["--base-url"] or None, "reasoning": args["--reasoning"] or None,
             "max_tokens": max_tokens, "timeout": timeout, "retries": retries}
 

@@ -124,32 +124,44 @@ def normalize(messages):
 
 
 def configure(flags, active, env):
-    """Provider, model and connection settings: command-line flags first, then
-    the stream's active model (provider, model) or None, then the environment.
+    """Provider, wire API, model and connection settings: command-line flags
+    first, then the stream's active model (provider, model) or None, then the
+    environment.
 
-    `flags` holds provider, model, base_url, reasoning, max_tokens (None when
-    not given). Returns (provider name, Options, name of the key variable).
-    Raises UsageError for a value no provider knows.
+    `flags` holds api, provider, model, base_url, reasoning, max_tokens (None
+    when not given). Returns (provider name, Options, name of the key
+    variable); `Options.api` is the wire API chosen. Raises UsageError for a
+    value no provider knows.
     """
     from pantolib.errors import UsageError
 
+    api = flags.get("api")
+    if api is not None and api not in APIS:
+        raise UsageError(f"unknown API '{api}' (use {', '.join(APIS)})")
     provider = flags.get("provider")
+    if api is not None:
+        if provider is not None and provider != APIS[api]:
+            raise UsageError(f"--api {api} is for provider {APIS[api]}, not {provider}")
+        provider = APIS[api]
     if provider is None and active:
         provider = active[0] if active[0] in _MODULES else None
+    style = env.get("PANTO_API_STYLE") or None
+    if style is not None and style not in APIS:
+        raise UsageError(f"PANTO_API_STYLE '{style}' is not one of {', '.join(APIS)}")
     if provider is None:
-        style = env.get("PANTO_API_STYLE") or "openai_chat"
-        provider = STYLES.get(style, style if style in _MODULES else None)
-        if provider is None:
-            raise UsageError(f"PANTO_API_STYLE '{style}' is not one of {', '.join(STYLES)}")
+        provider = APIS[style] if style else "openai"
     if provider not in _MODULES:
         raise UsageError(f"unknown provider '{provider}' (use {' or '.join(NAMES)})")
-    mod = module(provider)
     prefix = provider.upper() + "_"
+    base_mod = module(provider)
+    base = flags.get("base_url") or env.get(prefix + "BASE_URL") or base_mod.DEFAULT_BASE_URL
+    if api is None:
+        api = style if style and APIS[style] == provider else default_api(provider, base)
+    mod = api_module(api)
     model = flags.get("model")
     if model is None and active and active[0] == provider:
         model = active[1]
     model = model or env.get(prefix + "MODEL") or mod.DEFAULT_MODEL
-    base = flags.get("base_url") or env.get(prefix + "BASE_URL") or mod.DEFAULT_BASE_URL
     reasoning = flags.get("reasoning")
     max_tokens = flags.get("max_tokens")
     if provider == "openai":
@@ -163,8 +175,31 @@ def configure(flags, active, env):
             raise UsageError(f"--reasoning '{reasoning}' is not off, {', '.join(mod.BUDGETS)} "
                              "or a number of tokens")
     opts = Options(model, base, api_key=env.get(mod.KEY_VAR) or None, max_tokens=max_tokens,
-                   reasoning=reasoning, api_version=version)
+                   reasoning=reasoning, api_version=version, api=api)
     return provider, opts, mod.KEY_VAR
+
+
+def default_api(provider, base_url):
+    """The wire API of a provider when none is chosen: OpenAI's own servers get
+    the Responses API, every other OpenAI-compatible server chat completions."""
+    if provider == "anthropic":
+        return "anthropic_messages"
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        host = ""
+    if host == "api.openai.com" and "openai_responses" in _available():
+        return "openai_responses"
+    return "openai_chat"
+
+
+def _available():
+    """The wire API modules present in this install."""
+    import importlib.util
+
+    return [a for a in APIS if importlib.util.find_spec(f"pantolib.providers.{a}") is not None]
 
 
 def positive_int(text, what):

@@ -1,58 +1,49 @@
-"""What every built-in tool shares: its error, paths, output caps, key redaction."""
+"""What every built-in tool shares: its error, paths, output caps, opening
+and replacing files, and hiding keys (by the one rule in pantolib.secrets)."""
 import os
 import re
+import stat
 
 CAP = 50 * 1024          # bytes of output a tool result may carry
-MIN_SECRET = 8           # shorter values are not treated as keys (they would mangle output)
-_KEY_NAME = re.compile(r"(_API_KEY|_AUTH_TOKEN)$")
-KNOWN_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+# the notes the tools put where they cut output (cap_bytes, read.py): a piece
+# of a key left at one of these cuts is hidden too
+_CUT = re.compile(r"(\n\[\.\.\. \d+ bytes cut: [^\n]*\.\.\.\]\n| \[line cut at 50 KB\])")
+# files under the home directory that are asked about even inside the working directory
+PRIVATE = (".ssh", ".gnupg", ".aws", ".netrc")
 
 
 class ToolError(Exception):
     """A call that failed in a way the model can act on: becomes an isError result."""
 
 
-def is_key_name(name):
-    return name in KNOWN_KEYS or bool(_KEY_NAME.search(name))
-
-
 def secrets(env=None):
-    """Values of the API keys present in the environment, longest first."""
-    env = os.environ if env is None else env
-    vals = {v for k, v in env.items() if is_key_name(k) and len(v) >= MIN_SECRET}
-    return sorted(vals, key=len, reverse=True)
+    """The secret values of the key variables in the environment, longest first."""
+    from pantolib.secrets import env_keys
+
+    return env_keys(env)
 
 
 def without_keys(env=None):
-    """A copy of the environment with every API key variable removed."""
-    env = os.environ if env is None else env
-    return {k: v for k, v in env.items() if not is_key_name(k)}
+    """The environment for a command: no key variables, and no allowance file
+    (a command must not grant itself later calls)."""
+    from pantolib.secrets import without_keys as strip
 
-
-FRAGMENT = 6              # a piece of a key this long, left at a cut, is redacted too
-# the notes the tools put where they cut output (common.cap_bytes, read.py)
-_CUT = re.compile(r"(\n\[\.\.\. \d+ bytes cut: [^\n]*\.\.\.\]\n| \[line cut at 50 KB\])")
+    clean = strip(env)
+    clean.pop("PANTO_ALLOW_FILE", None)
+    return clean
 
 
 def redact(text, keys):
-    """Replace every key by [redacted], and any piece of one that a cut of
+    """Every key replaced by the mark, and any piece of one that a cut of
     capped output left at its edges (so no part of a key survives)."""
-    for k in keys:
-        if k in text:
-            text = text.replace(k, "[redacted]")
-    parts = _CUT.split(text) if keys else [text]  # text, note, text, note, ..., text
+    if not keys:
+        return text
+    from pantolib import secrets as rule
+
+    text = rule.redact(text, keys)
+    parts = _CUT.split(text)   # text, note, text, note, ..., text
     for i in range(0, len(parts) - 1, 2):
-        before, after = parts[i], parts[i + 2]
-        for k in keys:
-            for n in range(len(k) - 1, FRAGMENT - 1, -1):
-                if before.endswith(k[:n]):
-                    before = before[:-n] + "[redacted]"
-                    break
-            for n in range(len(k) - 1, FRAGMENT - 1, -1):
-                if after.startswith(k[-n:]):
-                    after = "[redacted]" + after[n:]
-                    break
-        parts[i], parts[i + 2] = before, after
+        parts[i], parts[i + 2] = rule.redact_edges(parts[i], parts[i + 2], keys)
     return "".join(parts)
 
 
@@ -60,6 +51,121 @@ def resolve(path, cwd):
     if not path:
         raise ToolError("'path' is empty")
     return os.path.join(cwd, os.path.expanduser(path))
+
+
+def outside(path, cwd):
+    """Whether a path lies outside the working directory once symlinks are
+    resolved (or in one of the home directory's private places)."""
+    real = os.path.realpath(path)
+    base = os.path.realpath(cwd)
+    if os.path.commonpath([real, base]) != base:
+        return True
+    home = os.path.realpath(os.path.expanduser("~"))
+    return any(real == p or real.startswith(p + os.sep)
+               for p in (os.path.join(home, name) for name in PRIVATE))
+
+
+def open_regular(path, shown):
+    """A file descriptor open for reading on a regular file, or ToolError:
+    a FIFO, a device or a directory is refused without blocking on it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"'{shown}' is not a regular file ({kind(st.st_mode)}): it was not opened")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def kind(mode):
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def read_regular(path, shown, cap):
+    """The bytes of a regular file, refusing one larger than cap bytes."""
+    fd = open_regular(path, shown)
+    try:
+        size = os.fstat(fd).st_size
+        if size > cap:
+            raise ToolError(f"'{shown}' is too large ({size} bytes; at most {cap})")
+        chunks, got = [], 0
+        while got <= cap:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > cap:
+            raise ToolError(f"'{shown}' grew past {cap} bytes while it was read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def replace_file(path, data, shown):
+    """Replace (or create) the file at path with data, atomically: a temporary
+    file beside it, fsync, rename over it, the old file's mode kept. A symlink
+    stays a symlink: the file it points to is replaced. On any failure the
+    old file is untouched and no temporary file is left. True if it existed."""
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"'{shown}' is not a regular file ({kind(st.st_mode)}): it was left alone")
+    if st is not None:
+        mode = stat.S_IMODE(st.st_mode)
+    else:
+        umask = os.umask(0o22)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.urandom(4).hex()}.panto-tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        raise ToolError(f"cannot write '{shown}': no temporary file can be made in its directory "
+                        f"({e.strerror}); the file was left as it was") from None
+    try:
+        try:
+            if st is not None and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                try:
+                    os.fchown(fd, st.st_uid, st.st_gid)
+                except OSError:
+                    pass
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise ToolError(f"cannot write '{shown}': {e.strerror or e}; the file was left as it was") from None
+        raise
+    try:
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+    return st is not None
 
 
 def cap_bytes(head, tail, total, cap=CAP):

@@ -1,5 +1,11 @@
-"""edit: replace one exact, unique piece of text in a file."""
-from pantolib.tools.common import ToolError, resolve
+"""edit: replace one exact, unique piece of text in a file.
+
+The file is replaced atomically like write's (common.replace_file), and
+the result names the lines the new text occupies afterwards.
+"""
+from pantolib.tools.common import ToolError, read_regular, replace_file, resolve
+
+MAX_FILE = 64 << 20     # bytes: larger files are not edited in memory
 
 SCHEMA = {
     "name": "edit",
@@ -20,8 +26,15 @@ SCHEMA = {
 }
 
 
-def _line_of(text, index):
+def line_of(text, index):
     return text.count("\n", 0, index) + 1
+
+
+def span(start, new):
+    """The last line the new text occupies when it starts on line `start`
+    (a final newline ends its last line, it does not start another)."""
+    lines = new.count("\n") - (1 if new.endswith("\n") else 0)
+    return start + max(lines, 0)
 
 
 def run(args, cwd, timeout=None):
@@ -29,8 +42,7 @@ def run(args, cwd, timeout=None):
     if not old:
         raise ToolError("'old_text' is empty (use the write tool to create a file)")
     path = resolve(name, cwd)
-    with open(path, "rb") as f:
-        text = f.read().decode("utf-8", "surrogateescape")
+    text = read_regular(path, name, MAX_FILE).decode("utf-8", "surrogateescape")
     first = text.find(old)
     if first < 0:
         hint = ""
@@ -42,13 +54,15 @@ def run(args, cwd, timeout=None):
     if count > 1:
         at, i = [], first
         while i >= 0 and len(at) < 10:
-            at.append(str(_line_of(text, i)))
+            at.append(str(line_of(text, i)))
             i = text.find(old, i + 1)
         raise ToolError(f"'old_text' occurs {count} times in '{name}' (at lines {', '.join(at)}); "
                         "include more surrounding text so that it matches exactly once")
     result = text[:first] + new + text[first + len(old):]
-    with open(path, "wb") as f:
-        f.write(result.encode("utf-8", "surrogateescape"))
-    start = _line_of(text, first)
-    end = start + new.count("\n")
-    return f"edited '{name}': replaced 1 occurrence at line {start} (now lines {start}-{end})", False
+    replace_file(path, result.encode("utf-8", "surrogateescape"), name)
+    start = line_of(text, first)
+    if not new:
+        return f"edited '{name}': removed the text at line {start}", False
+    end = span(start, new)
+    where = f"line {start}" if end == start else f"lines {start}-{end}"
+    return f"edited '{name}': replaced 1 occurrence at line {start} (the new text is now {where})", False

@@ -1,11 +1,13 @@
 """write: create or replace a file with the given content.
 
-Missing parent directories are created (like `mkdir -p`); an existing file
-is replaced in place, keeping its permissions.
+Missing parent directories are created (like `mkdir -p`). The file is
+replaced atomically (common.replace_file): a crash or a full disk leaves
+the old content, never a truncated file; its mode is kept, and a symlink
+keeps pointing where it did (the file it points to gets the content).
 """
 import os
 
-from pantolib.tools.common import resolve
+from pantolib.tools.common import ToolError, replace_file, resolve
 
 SCHEMA = {
     "name": "write",
@@ -25,15 +27,17 @@ SCHEMA = {
 
 
 def run(args, cwd, timeout=None):
-    path = resolve(args["path"], cwd)
+    shown = args["path"]
+    path = resolve(shown, cwd)
     data = args["content"].encode("utf-8", "surrogatepass")
-    parent = os.path.dirname(path)
-    made = parent and not os.path.isdir(parent)
+    parent = os.path.dirname(os.path.realpath(path))
+    made = not os.path.isdir(parent)
     if made:
-        os.makedirs(parent, exist_ok=True)
-    existed = os.path.exists(path)
-    with open(path, "wb") as f:
-        f.write(data)
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError as e:
+            raise ToolError(f"cannot create the directory of '{shown}': {e.strerror or e}") from None
+    existed = replace_file(path, data, shown)
     what = "replaced" if existed else "created"
-    extra = f" (and its directory '{os.path.dirname(args['path'])}')" if made else ""
-    return f"{what} '{args['path']}'{extra}: {len(data)} bytes", False
+    extra = f" (and its directory '{os.path.dirname(shown)}')" if made and os.path.dirname(shown) else ""
+    return f"{what} '{shown}'{extra}: {len(data)} bytes", False

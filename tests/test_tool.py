@@ -3,6 +3,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import shutil
@@ -291,51 +292,429 @@ def test_bad_timeout_is_usage_error():
 
 # -- confirmation on a real terminal ----------------------------------------------
 
-def tool_on_terminal(data, answers):
-    """Run panto-tool with a pseudo-terminal as its controlling terminal; answer each prompt."""
-    master, slave = pty.openpty()
-    exe = shutil.which("panto-tool")
-    p = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=True, pass_fds=(slave,),
-                         preexec_fn=lambda: fcntl.ioctl(slave, termios.TIOCSCTTY, 0))
-    os.close(slave)
-    p.stdin.write(data)
-    p.stdin.close()
-    p.stdin = None
-    seen, answers, answered = b"", list(answers), 0
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and p.poll() is None:
-        if select.select([master], [], [], 0.05)[0]:
+PASTE_ON, PASTE_OFF = b"\x1b[?2004h", b"\x1b[?2004l"
+SGR = re.compile(rb"\x1b\[[0-9;]*m")
+
+
+class Term:
+    """panto-tool with a pseudo-terminal as its controlling terminal (and as
+    its stderr with stderr_tty, as in the REPL); keys are written to the
+    terminal only after the text they answer has appeared."""
+
+    def __init__(self, data, *args, env=None, stderr_tty=False, typeahead=b""):
+        self.master, slave = pty.openpty()
+        self.slave = os.dup(slave)   # kept: the terminal's mode is read after the run
+        if typeahead:                # typed before panto-tool even started
+            os.write(self.master, typeahead)
+        exe = shutil.which("panto-tool")
+        self.p = subprocess.Popen([exe, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=slave if stderr_tty else subprocess.PIPE, env=env,
+                                  start_new_session=True, pass_fds=(slave,),
+                                  preexec_fn=lambda: fcntl.ioctl(slave, termios.TIOCSCTTY, 0))
+        os.close(slave)
+        self.p.stdin.write(data)
+        self.p.stdin.close()
+        self.p.stdin = None
+        self.seen = b""
+
+    def _read(self, wait):
+        if select.select([self.master], [], [], wait)[0]:
             try:
-                seen += os.read(master, 4096)
+                self.seen += os.read(self.master, 65536)
             except OSError:
+                pass
+
+    def expect(self, needle, count=1, timeout=30):
+        deadline = time.monotonic() + timeout
+        while self.seen.count(needle) < count:
+            assert time.monotonic() < deadline and self.p.poll() is None, (needle, self.seen[-2000:])
+            self._read(0.05)
+
+    def send(self, keys):
+        os.write(self.master, keys)
+
+    def finish(self):
+        out, err = self.p.communicate(timeout=30)
+        self._read(0)
+        while select.select([self.master], [], [], 0)[0]:
+            before = len(self.seen)
+            self._read(0)
+            if len(self.seen) == before:
                 break
-        if answers and seen.count(b"in this session: ") > answered:
-            answered += 1
-            os.write(master, answers.pop(0).encode() + b"\n")
-    out, err = p.communicate(timeout=10)
-    os.close(master)
-    return p.returncode, out, err, seen
+        self.mode = termios.tcgetattr(self.slave)
+        os.close(self.slave)
+        os.close(self.master)
+        return self.p.returncode, out, err
 
 
-def test_confirmation_yes_no_always(isolated):
-    data = stream_with(("bash", {"command": "echo one > one.txt"}),
-                       ("bash", {"command": "echo two > two.txt"}),
-                       ("write", {"path": "w.txt", "content": "w"}),
-                       ("bash", {"command": "echo three > three.txt"}))
-    code, out, err, seen = tool_on_terminal(data, ["y", "n", "maybe", "a", "a"])
+def answered(out, data):
+    return json.loads(out[len(data):])["message"]["content"]
+
+
+QUESTION = b"allow bash?"
+
+
+def test_confirmation_is_one_key_without_enter(isolated):
+    data = stream_with(("bash", {"command": "echo one > one.txt"}), ("bash", {"command": "echo two > two.txt"}),
+                       ("write", {"path": "w.txt", "content": "w"}))
+    t = Term(data)
+    t.expect(QUESTION)
+    t.send(b"y")
+    t.expect(QUESTION, 2)
+    t.send(b"q")                     # not an answer: asked again, nothing decided
+    t.expect(b"(press y/n)")
+    t.send(b"N")
+    t.expect(b"allow write?")
+    t.send(b"\r")                    # Enter alone is no
+    code, out, err = t.finish()
     assert code == 0, err
-    blocks = [b for b in json.loads(out[len(data):])["message"]["content"]]
-    assert b"echo one > one.txt" in seen and b"allow bash?" in seen and b"allow write?" in seen
+    blocks = answered(out, data)
     assert "isError" not in blocks[0] and (isolated / "one.txt").exists()
-    assert blocks[1]["isError"] and "declined" in blocks[1]["content"]
-    assert not (isolated / "two.txt").exists()
-    # "maybe" is asked again; "a" allows write for the session
-    assert "isError" not in blocks[2] and (isolated / "w.txt").read_text() == "w"
-    # bash was allowed "always" too (the 5th answer)
-    assert "isError" not in blocks[3] and (isolated / "three.txt").exists()
-    state = isolated.parent / "home" / ".local" / "state" / "panto" / "allow" / SID
-    assert set(state.read_text().split()) == {"write", "bash"}
-    # remembered: the same session runs bash and write without asking
-    code, out, err, seen = tool_on_terminal(stream_with(("bash", {"command": "echo four > four.txt"})), [])
-    assert code == 0 and b"allow" not in seen and (isolated / "four.txt").exists()
+    assert blocks[1]["isError"] and "declined" in blocks[1]["content"] and not (isolated / "two.txt").exists()
+    assert blocks[2]["isError"] and not (isolated / "w.txt").exists()
+    # cbreak while asking, the terminal's own mode afterwards
+    assert t.mode[3] & termios.ICANON and t.mode[3] & termios.ECHO
+
+
+def test_confirmation_shows_the_whole_command_with_escapes_visible(isolated):
+    spoof = "rm -rf ~/important-stuff # \r\x1b[2K  echo hello world"
+    long = "echo " + "x" * 3000 + " HIDDEN-TAIL"
+    data = stream_with(("bash", {"command": spoof}), ("bash", {"command": long}))
+    t = Term(data)
+    t.expect(QUESTION)
+    t.send(b"n")
+    t.expect(QUESTION, 2)
+    t.send(b"n")
+    code, out, err = t.finish()
+    assert code == 0, err
+    assert b"rm -rf ~/important-stuff # ^M^[[2K  echo hello world" in t.seen
+    assert b"\x1b[2K" not in t.seen and b"# \r" not in t.seen
+    assert b"HIDDEN-TAIL" in t.seen          # a long command is shown whole, not cut
+    assert all(b["isError"] for b in answered(out, data))
+
+
+def test_keys_typed_before_the_question_are_discarded(isolated):
+    data = stream_with(("bash", {"command": "touch ran"}))
+    t = Term(data, typeahead=b"y")
+    t.expect(QUESTION)
+    assert not (isolated / "ran").exists()
+    t.send(b"n")
+    code, out, err = t.finish()
+    assert code == 0, err
+    assert answered(out, data)[0]["isError"] and not (isolated / "ran").exists()
+
+
+def test_a_paste_never_answers(isolated):
+    data = stream_with(("bash", {"command": "touch ran"}))
+    t = Term(data)
+    t.expect(QUESTION)
+    t.send(b"yy")                    # several keys in one read: a paste without brackets
+    t.expect(b"several keys at once do not answer")
+    t.send(b"\x1b[200~y\x1b[201~")
+    t.expect(b"pasted text does not answer")
+    t.send(b"\x1b[200~a")            # a paste arriving in pieces
+    t.send(b"y\x1b[20")
+    t.send(b"1~")
+    t.expect(b"pasted text does not answer", 2)
+    assert not (isolated / "ran").exists()
+    t.send(b"n")
+    code, out, err = t.finish()
+    assert code == 0, err
+    assert answered(out, data)[0]["isError"] and not (isolated / "ran").exists()
+    # bracketed paste on while asking, off afterwards
+    assert t.seen.index(PASTE_ON) < t.seen.index(QUESTION) < t.seen.rindex(PASTE_OFF)
+
+
+def test_ctrl_c_at_the_question_is_no_and_stops_cleanly(isolated):
+    data = stream_with(("bash", {"command": "touch one"}), ("bash", {"command": "touch two"}))
+    t = Term(data)
+    t.expect(QUESTION)
+    t.send(b"\x03")                  # the terminal turns it into SIGINT
+    code, out, err = t.finish()
+    assert code == 1 and err == b"panto-tool: interrupted\n", err
+    blocks = answered(out, data)
+    assert "Ctrl-C at the confirmation" in blocks[0]["content"] and blocks[0]["isError"]
+    assert "not run" in blocks[1]["content"]
+    assert not (isolated / "one").exists() and not (isolated / "two").exists()
+    assert t.mode[3] & termios.ICANON and t.mode[3] & termios.ECHO
+    assert t.seen.rindex(PASTE_OFF) > t.seen.index(QUESTION)
+
+
+def test_no_color_in_the_question(isolated):
+    data = stream_with(("bash", {"command": "true"}))
+    for env, coloured in ((dict(os.environ, NO_COLOR="1"), False), (dict(os.environ), True)):
+        t = Term(data, env=env)
+        t.expect(QUESTION)
+        t.send(b"n")
+        assert t.finish()[0] == 0
+        assert bool(SGR.search(t.seen)) is coloured, t.seen
+
+
+def test_invalid_json_arguments_run_nothing_and_ask_nothing(isolated):
+    data = stream_with(("bash", '{"command": "touch ran"'), ("write", '{"path": "w.txt", "content": "x",}'))
+    t = Term(data)
+    code, out, err = t.finish()
+    assert code == 0, err
+    assert b"allow" not in t.seen
+    for block in answered(out, data):
+        assert block["isError"] and "arguments were not valid JSON" in block["content"]
+        assert block["content"].startswith("not run")
+    assert not (isolated / "ran").exists() and not (isolated / "w.txt").exists()
+
+
+# -- "always" ------------------------------------------------------------------------
+
+def test_always_allows_one_command_name_in_the_allow_file(isolated, tmp_path):
+    allow = tmp_path / "run" / "allowed"
+    env = dict(os.environ, PANTO_ALLOW_FILE=str(allow))
+    (isolated / "x").mkdir()
+    data = stream_with(("bash", {"command": "ls"}), ("bash", {"command": "ls -a"}),
+                       ("bash", {"command": "rm -rf x"}), ("bash", {"command": "ls; rm -rf x"}),
+                       ("bash", {"command": "ls `rm -rf x`"}))
+    t = Term(data, env=env)
+    t.expect(b"[a]lways for 'ls' commands")
+    t.send(b"a")
+    for n in (2, 3, 4):              # ls -a is not asked; the other three are
+        t.expect(QUESTION, n)
+        t.send(b"n")
+    code, out, err = t.finish()
+    assert code == 0, err
+    assert t.seen.count(QUESTION) == 4 and b"not one simple command" in t.seen
+    blocks = answered(out, data)
+    assert [b.get("isError", False) for b in blocks] == [False, False, True, True, True]
+    assert (isolated / "x").is_dir()
+    assert allow.read_text() == "bash:ls\n"
+    assert os.stat(allow).st_mode & 0o777 == 0o600
+    # the next run of the session: ls allowed without a terminal, rm is not
+    data = stream_with(("bash", {"command": "ls -l"}), ("bash", {"command": "rm -rf x"}))
+    blocks = results(tool(data, env=env), data)
+    assert "isError" not in blocks[0] and "no terminal" in blocks[1]["content"]
+    assert not list((isolated.parent / "home").rglob("allow"))   # no state beside the file
+
+
+def test_always_without_allow_file_lasts_this_run(isolated):
+    data = stream_with(("bash", {"command": "echo 1"}), ("bash", {"command": "echo 2"}))
+    t = Term(data)
+    t.expect(QUESTION)
+    t.send(b"a")
+    code, out, err = t.finish()
+    assert code == 0 and t.seen.count(QUESTION) == 1
+    assert [b["content"] for b in answered(out, data)] == ["1\n", "2\n"]
+    blocks = results(tool(data), data)      # a later run asks again (here: no terminal)
+    assert all("no terminal" in b["content"] for b in blocks)
+    assert not (isolated.parent / "home" / ".local" / "state" / "panto" / "allow").exists()
+
+
+def test_always_for_write_covers_the_working_directory_only(isolated, tmp_path):
+    allow = tmp_path / "allowed"
+    env = dict(os.environ, PANTO_ALLOW_FILE=str(allow))
+    data = stream_with(("write", {"path": "a.txt", "content": "a"}))
+    t = Term(data, env=env)
+    t.expect(b"[a]lways allow write")
+    t.send(b"a")
+    assert t.finish()[0] == 0 and (isolated / "a.txt").read_text() == "a"
+    assert allow.read_text() == "write\n"
+    data = stream_with(("write", {"path": "b.txt", "content": "b"}), ("write", {"path": "../out.txt", "content": "o"}),
+                       ("edit", {"path": "a.txt", "old_text": "a", "new_text": "A"}))
+    blocks = results(tool(data, env=env), data)
+    assert "isError" not in blocks[0] and (isolated / "b.txt").read_text() == "b"
+    assert blocks[1]["isError"] and not (isolated.parent / "out.txt").exists()
+    assert blocks[2]["isError"] and (isolated / "a.txt").read_text() == "a"
+
+
+@pytest.mark.parametrize("command,name", [
+    ("ls", "ls"), ("  pytest -x tests/  ", "pytest"), ("./run.sh --fast", "./run.sh"), ("git status", "git"),
+    ("ls; rm -rf x", None), ("ls && rm x", None), ("ls & rm x", None), ("ls | sh", None), ("ls `rm x`", None),
+    ("ls $(rm x)", None), ("ls > f", None), ("cat < f", None), ("ls\nrm x", None), ("FOO=1 rm x", None),
+    ("sudo rm x", None), ("env rm x", None), ("bash -c 'rm x'", None), ("xargs rm", None), ("'ls'", None),
+    ("l\\s", None), ("", None), ("ls\rrm", None),
+])
+def test_command_name_of_a_simple_command(command, name):
+    from pantolib.tools.confirm import command_name
+
+    assert command_name(command) == name
+
+
+# -- what the person sees ------------------------------------------------------------
+
+def test_each_call_is_shown_once_on_the_terminal(isolated):
+    data = stream_with(("bash", {"command": "echo MARK-$((6*7))"}), ("read", {"path": "f.txt"}))
+    (isolated / "f.txt").write_text("a\nb\n")
+    t = Term(data, stderr_tty=True)           # the live display is on: stderr is the terminal
+    t.expect(QUESTION)
+    t.send(b"y")
+    code, out, err = t.finish()
+    assert code == 0
+    assert t.seen.count(b"echo MARK-$((6*7))") == 1      # the question is the showing
+    assert b"MARK-42" in t.seen
+    assert t.seen.count(b"f.txt") == 1 and b"(2 lines)" in t.seen   # read: one line
+
+
+def test_live_display_plain_text(isolated):
+    (isolated / "code.py").write_text("def a():\n    return 1\n\ndef b():\n    return 1\n")
+    (isolated / "f.txt").write_text("one\ntwo\n")
+    data = stream_with(("bash", {"command": "seq 30; echo boom >&2; exit 2"}), ("read", {"path": "f.txt"}),
+                       ("edit", {"path": "code.py", "old_text": "def b():\n    return 1\n",
+                                 "new_text": "def b():\n    # two\n    return 2\n"}),
+                       ("write", {"path": "n.txt", "content": "x\ny\n"}))
+    p = tool(data, "--yes", "--live")
+    results(p, data)
+    shown = p.stderr.decode()
+    assert "\x1b" not in shown
+    lines = shown.split("\n")
+    assert lines[:14] == ["⏺ bash seq 30; echo boom >&2; exit 2", "  … (22 earlier lines not shown)",
+                          *[f"  {i}" for i in range(23, 31)], "  boom", "  [exit status 2]", "⏺ read f.txt (2 lines)",
+                          "⏺ edit code.py"]
+    assert lines[14:] == ["  4   def b():", "  5 -     return 1", "  5 +     # two", "  6 +     return 2",
+                          "  edited 'code.py': replaced 1 occurrence at line 4 (the new text is now lines 4-6)",
+                          "⏺ write n.txt (4 bytes, 2 lines)", "  created 'n.txt': 4 bytes", ""]
+
+
+def test_edit_diff_is_coloured_on_a_terminal_and_plain_with_no_color(isolated):
+    for env, coloured in ((dict(os.environ), True), (dict(os.environ, NO_COLOR="1"), False)):
+        (isolated / "f.txt").write_text("keep\nold\n")
+        data = stream_with(("edit", {"path": "f.txt", "old_text": "old\n", "new_text": "new\n"}))
+        t = Term(data, "--yes", env=env, stderr_tty=True)
+        code, out, err = t.finish()
+        assert code == 0
+        assert (b"\x1b[31m  2 - old" in t.seen and b"\x1b[32m  2 + new" in t.seen) is coloured, t.seen
+        assert bool(SGR.search(t.seen)) is coloured
+        assert b"2 - old" in t.seen and b"2 + new" in t.seen
+
+
+# -- edit: the range the new text occupies ------------------------------------------------
+
+@pytest.mark.parametrize("old,new,said", [
+    ("b\n", "B1\nB2\n", "the new text is now lines 2-3"),
+    ("b\n", "B\n", "the new text is now line 2"),
+    ("b", "B1\nB2", "the new text is now lines 2-3"),
+    ("b\nc\n", "", "removed the text at line 2"),
+])
+def test_edit_reports_the_lines_the_new_text_occupies(isolated, old, new, said):
+    (isolated / "f.txt").write_text("a\nb\nc\n")
+    out, err = one(("edit", {"path": "f.txt", "old_text": old, "new_text": new}))
+    assert not err and out.endswith(said + ")" if "now" in said else said), out
+
+
+# -- read: limits, and paths outside the working directory ---------------------------------
+
+def test_read_refuses_what_is_not_a_regular_file(isolated):
+    os.mkfifo(isolated / "fifo")
+    (isolated / "dir").mkdir()
+    for path, what in (("fifo", "a FIFO"), ("/dev/zero", "a character device"), ("dir", "a directory")):
+        out, err = one(("read", {"path": path}))     # a FIFO would hang an open() for reading
+        assert err and f"not a regular file ({what})" in out, out
+
+
+def _limited_memory():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))
+
+
+def test_read_never_loads_more_than_its_cap(isolated):
+    with open(isolated / "huge.txt", "wb") as f:      # 1 GB, mostly a hole: only reading it costs
+        f.write(b"line\n" * 30000)
+        f.truncate(1 << 30)
+    data = stream_with(("read", {"path": "huge.txt", "limit": 3}), ("read", {"path": "huge.txt", "offset": 29999}),
+                       ("read", {"path": "huge.txt", "offset": 30001}))
+    p = subprocess.run([shutil.which("panto-tool"), "--yes"], input=data, capture_output=True, timeout=60,
+                       preexec_fn=_limited_memory)
+    blocks = results(p, data)
+    assert blocks[0]["content"] == "line\nline\nline\n[showing lines 1-3 of at least 30000 (limit); continue with offset=4]"
+    assert blocks[1]["content"] == ("line\nline\n[showing lines 29999-30000 of at least 30000 (50 KB cap); "
+                                    "continue with offset=30001]")
+    assert "isError" not in blocks[2] and blocks[2]["content"].startswith("\x00" * 50 * 1024 + " [line cut at 50 KB]")
+
+
+def test_read_outside_the_working_directory_asks(isolated, tmp_path):
+    (tmp_path / "secret.txt").write_text("secret\n")
+    (isolated / "inside.txt").write_text("inside\n")
+    os.symlink(tmp_path / "secret.txt", isolated / "link.txt")
+    (isolated.parent / "home" / ".ssh").mkdir()
+    (isolated.parent / "home" / ".ssh" / "id").write_text("key\n")
+    calls = [("read", {"path": p}) for p in ("../secret.txt", str(tmp_path / "secret.txt"), "link.txt", "~/.ssh/id")]
+    data = stream_with(("read", {"path": "inside.txt"}), *calls)
+    t = Term(data)
+    for n, key in enumerate(b"ynyy", 1):
+        t.expect(b"allow read outside the working directory?", n)
+        t.send(bytes([key]))
+    code, out, err = t.finish()
+    assert code == 0, err
+    assert t.seen.count(b"allow read") == 4 and b"inside.txt" not in t.seen
+    assert str(tmp_path / "secret.txt").encode() in t.seen    # where the symlink really leads
+    contents = [b["content"] for b in answered(out, data)]
+    assert contents[0] == "inside" and contents[1] == "secret" and "declined" in contents[2]
+    assert contents[3] == "secret" and contents[4] == "key"
+    # without a terminal: declined, with --yes: read
+    blocks = results(tool(data), data)
+    assert blocks[0]["content"] == "inside" and all("outside the working directory" in b["content"] for b in blocks[1:])
+    assert [b["content"] for b in results(tool(data, "--yes"), data)] == ["inside", "secret", "secret", "secret", "key"]
+
+
+# -- write and edit replace files atomically ------------------------------------------------
+
+def test_write_and_edit_replace_the_file_keeping_its_mode(isolated):
+    f = isolated / "script.sh"
+    f.write_text("echo old\n")
+    f.chmod(0o750)
+    inode = f.stat().st_ino
+    out, err = one(("write", {"path": "script.sh", "content": "echo new\n"}))
+    assert not err and f.read_text() == "echo new\n"
+    assert f.stat().st_mode & 0o7777 == 0o750 and f.stat().st_ino != inode   # renamed over, not rewritten
+    out, err = one(("edit", {"path": "script.sh", "old_text": "new", "new_text": "newer"}))
+    assert not err and f.read_text() == "echo newer\n" and f.stat().st_mode & 0o7777 == 0o750
+    assert sorted(os.listdir(isolated)) == ["script.sh"]
+
+
+def test_write_through_a_symlink_replaces_its_target(isolated):
+    (isolated / "real.txt").write_text("old")
+    os.symlink("real.txt", isolated / "link.txt")
+    for call in (("write", {"path": "link.txt", "content": "new"}),
+                 ("edit", {"path": "link.txt", "old_text": "new", "new_text": "newer"})):
+        out, err = one(call)
+        assert not err, out
+    assert os.readlink(isolated / "link.txt") == "real.txt" and (isolated / "real.txt").read_text() == "newer"
+
+
+def _small_files():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))    # a disk that is full after 4 KB
+
+
+def test_a_failed_write_leaves_the_original_and_no_temporary_file(isolated):
+    f = isolated / "f.txt"
+    f.write_text("original\n")
+    big = "x" * 100_000
+    data = stream_with(("write", {"path": "f.txt", "content": big}),
+                       ("edit", {"path": "f.txt", "old_text": "original", "new_text": big}),
+                       ("write", {"path": "new.txt", "content": big}))
+    p = subprocess.run([shutil.which("panto-tool"), "--yes"], input=data, capture_output=True, timeout=60,
+                       preexec_fn=_small_files)
+    blocks = results(p, data)
+    for block in blocks:
+        assert block["isError"] and "File too large" in block["content"], block
+        assert "left as it was" in block["content"]
+    assert f.read_text() == "original\n"
+    assert sorted(os.listdir(isolated)) == ["f.txt"]
+
+
+def test_write_refuses_what_is_not_a_regular_file(isolated):
+    os.mkfifo(isolated / "fifo")
+    for call in (("write", {"path": "fifo", "content": "x"}), ("edit", {"path": "fifo", "old_text": "a", "new_text": "b"})):
+        out, err = one(call)
+        assert err and "not a regular file (a FIFO)" in out
+
+
+# -- secrets: the one rule ------------------------------------------------------------------
+
+def test_keys_follow_the_one_secret_rule(isolated):
+    short = "local-key-12"                              # under 16 characters: not a secret
+    key = "sk-proj-abcdefghijklmnop0123456789"
+    (isolated / "f.txt").write_text(f"{short}\n{key[len('sk-proj-'):]}\n")
+    env = dict(os.environ, LOCAL_API_KEY=short, OPENAI_API_KEY=key)
+    data = stream_with(("read", {"path": "f.txt"}), ("bash", {"command": "echo [$LOCAL_API_KEY] [$PANTO_ALLOW_FILE]"}))
+    blocks = results(tool(data, "--yes", env=dict(env, PANTO_ALLOW_FILE=str(isolated / "allowed"))), data)
+    assert blocks[0]["content"] == f"{short}\n[redacted]"   # the key without its prefix is hidden too
+    assert blocks[1]["content"] == "[] []\n"               # no key variable, no allowance file for commands

@@ -8,8 +8,10 @@ Usage:
 
 Reads a panto stream, passes it through unchanged, runs the tool uses of the
 leaf assistant entry that have no result yet (in the working directory) and
-appends one user entry with a toolResult per use. bash, write and edit ask
-for confirmation on the terminal: y(es), n(o) or a(lways for this session).
+appends one user entry with a toolResult per use. bash, write and edit (and
+read outside the working directory) ask on the terminal, one key: y(es),
+n(o) or a(lways: this bash command name, or this tool, for the session;
+kept in the file named by PANTO_ALLOW_FILE).
 
 Options:
   --yes                Run every call without asking.
@@ -30,6 +32,10 @@ NAME = "panto-tool"
 
 @cli.command(NAME)
 def main(argv=None):
+    import signal
+
+    # Ctrl-C at the question or during a call is handled, even when started with SIGINT ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args = cli.parse(__doc__, argv)
     from pantolib.errors import UsageError
 
@@ -58,13 +64,15 @@ def run(yes, timeout, live):
     session = Session.read(cli.stdin())
     out.writelines(line.raw for line in session.lines)
     out.flush()   # downstream persists the calls before any of them runs
-    header_id = session.header.get("id") if session.header else None
-    approver = runner.Approver(yes=yes, session_id=header_id)
+    cwd = os.getcwd()
+    approver = runner.Approver(yes=yes, allow_file=os.environ.get("PANTO_ALLOW_FILE"))
     try:
-        entry, interrupted = runner.answer(session, approver, runner.Display(live),
-                                           cwd=os.getcwd(), timeout=timeout)
+        entry, interrupted = runner.answer(session, approver, runner.Display(live, cwd),
+                                           cwd=cwd, timeout=timeout)
     finally:
         approver.close()
+    if approver.allowed.problem:
+        cli.warn(NAME, approver.allowed.problem)
     if entry is None:
         return cli.OK
     out.write(stream.dumps(entry))

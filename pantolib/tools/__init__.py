@@ -43,15 +43,34 @@ def parse_args(input_text):
     """The arguments of a call as a dict, or raise ValueError saying what is wrong."""
     import orjson
 
-    if input_text is None or not input_text.strip():
+    if isinstance(input_text, dict):
+        return input_text
+    if input_text is None or (isinstance(input_text, str) and not input_text.strip()):
         return {}
+    if not isinstance(input_text, str):
+        raise ValueError(f"the arguments must be JSON text, not {type(input_text).__name__}")
     try:
         args = orjson.loads(input_text)
     except orjson.JSONDecodeError as e:
-        raise ValueError(f"the arguments are not valid JSON ({str(e).split(':')[0]})") from None
+        raise ValueError(f"the arguments were not valid JSON ({str(e).split(':')[0]})") from None
     if not isinstance(args, dict):
         raise ValueError(f"the arguments must be a JSON object, not {type(args).__name__}")
     return args
+
+
+def check(name, input_text):
+    """(arguments, None) for a call that can run, or (None, why not): an
+    unknown tool, arguments that are not valid JSON or do not fit the schema."""
+    if name not in NAMES:
+        return None, f"unknown tool '{name}' (available: {', '.join(NAMES)})"
+    try:
+        args = parse_args(input_text)
+    except ValueError as e:
+        return None, f"not run: {e}; send them again as one JSON object"
+    problem = _check(_module(name).SCHEMA, args)
+    if problem:
+        return None, problem
+    return args, None
 
 
 def run(name, input_text, cwd=None, timeout=None, env=None):
@@ -60,17 +79,13 @@ def run(name, input_text, cwd=None, timeout=None, env=None):
 
     keys = secrets(env)
     cwd = os.getcwd() if cwd is None else cwd
-    if name not in NAMES:
-        content, err = f"unknown tool '{name}' (available: {', '.join(NAMES)})", True
+    args, problem = check(name, input_text)
+    if problem:
+        content, err = problem, True
     else:
-        mod = _module(name)
         try:
-            args = parse_args(input_text)
-            problem = _check(mod.SCHEMA, args)
-            if problem:
-                raise ToolError(problem)
-            content, err = mod.run(args, cwd, timeout=timeout)
-        except (ToolError, ValueError) as e:
+            content, err = _module(name).run(args, cwd, timeout=timeout)
+        except (ToolError, ValueError) as e:   # ValueError: a NUL in a path
             content, err = str(e), True
         except OSError as e:
             where = f"'{e.filename}': " if getattr(e, "filename", None) else ""

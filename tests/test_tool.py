@@ -635,18 +635,26 @@ def test_read_outside_the_working_directory_asks(isolated, tmp_path):
     (isolated.parent / "home" / ".ssh" / "id").write_text("key\n")
     calls = [("read", {"path": p}) for p in ("../secret.txt", str(tmp_path / "secret.txt"), "link.txt", "~/.ssh/id")]
     data = stream_with(("read", {"path": "inside.txt"}), *calls)
-    t = Term(data)
+    t = Term(data, stderr_tty=True)
     for n, key in enumerate(b"ynyy", 1):
         t.expect(b"allow read outside the working directory?", n)
         t.send(bytes([key]))
     code, out, err = t.finish()
     assert code == 0, err
-    assert t.seen.count(b"allow read") == 4 and b"inside.txt" not in t.seen
+    assert t.seen.count(b"allow read") == 4
+    assert t.seen.count(b"inside.txt") == 1 and t.seen.count(b"link.txt") == 1   # each call shown once
     assert str(tmp_path / "secret.txt").encode() in t.seen    # where the symlink really leads
     contents = [b["content"] for b in answered(out, data)]
     assert contents[0] == "inside" and contents[1] == "secret" and "declined" in contents[2]
     assert contents[3] == "secret" and contents[4] == "key"
     # without a terminal: declined, with --yes: read
+    home = isolated.parent / "home"
+    (home / "notes.txt").write_text("notes\n")
+    home_data = stream_with(("read", {"path": "notes.txt"}), ("read", {"path": ".ssh/id"}))
+    p = subprocess.run([shutil.which("panto-tool")], input=home_data, capture_output=True, cwd=home, timeout=60,
+                       start_new_session=True)
+    blocks = results(p, home_data)     # ~/.ssh is asked about even from the home directory
+    assert blocks[0]["content"] == "notes" and "needs confirmation" in blocks[1]["content"]
     blocks = results(tool(data), data)
     assert blocks[0]["content"] == "inside" and all("outside the working directory" in b["content"] for b in blocks[1:])
     assert [b["content"] for b in results(tool(data, "--yes"), data)] == ["inside", "secret", "secret", "secret", "key"]

@@ -41,8 +41,9 @@ class Display:
             self._write(show.call(use, args, self.style, cwd=self.cwd))
 
     def after(self, use, args, content, is_error, asked):
-        if use["name"] == "read" and not asked:
-            self._write([show.read_line(args, content, is_error, self.style, use.get("input"))])
+        if use["name"] == "read":   # asked: the question showed the call, only the outcome is left
+            self._write(["  " + show.read_outcome(content, is_error, self.style) if asked else
+                         show.read_line(args, content, is_error, self.style, use.get("input"))])
         else:
             self._write(show.result(use["name"], content, is_error, self.style))
 

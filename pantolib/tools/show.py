@@ -154,16 +154,20 @@ def result(name, content, is_error, style):
     return out + [style(color, "  " + r) for r in rows]
 
 
-def read_line(args, content, is_error, style, input_text=""):
-    """A read call and its outcome on one line."""
-    text = summary("read", args, input_text)
-    rows = lines_of(content)
+def read_outcome(content, is_error, style):
+    """What a read found, in a few words: (120 lines), (lines 1-2000 of 5000), or the error."""
     if is_error:
-        return header("read", text, style) + " " + style(RED, "— " + _cut(visible_line(content), WIDTH))
+        return style(RED, "— " + _cut(visible_line(content), WIDTH))
+    rows = lines_of(content)
     if rows and rows[-1].startswith("[showing lines "):
         what = rows[-1][len("[showing "):].split(" (")[0]
     elif content == "(empty file)":
         what = "empty"
     else:
         what = f"{len(rows)} line{'s' * (len(rows) != 1)}"
-    return header("read", text, style) + " " + style(DIM, f"({what})")
+    return style(DIM, f"({what})")
+
+
+def read_line(args, content, is_error, style, input_text=""):
+    """A read call and its outcome on one line."""
+    return header("read", summary("read", args, input_text), style) + " " + read_outcome(content, is_error, style)

@@ -5,6 +5,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import shutil
 import termios
@@ -301,7 +302,7 @@ class Term:
     its stderr with stderr_tty, as in the REPL); keys are written to the
     terminal only after the text they answer has appeared."""
 
-    def __init__(self, data, *args, env=None, stderr_tty=False, typeahead=b""):
+    def __init__(self, data, *args, env=None, stderr_tty=False, typeahead=b"", sigint_ignored=False):
         self.master, slave = pty.openpty()
         self.slave = os.dup(slave)   # kept: the terminal's mode is read after the run
         if typeahead:                # typed before panto-tool even started
@@ -310,12 +311,18 @@ class Term:
         self.p = subprocess.Popen([exe, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=slave if stderr_tty else subprocess.PIPE, env=env,
                                   start_new_session=True, pass_fds=(slave,),
-                                  preexec_fn=lambda: fcntl.ioctl(slave, termios.TIOCSCTTY, 0))
+                                  preexec_fn=lambda: self._child(slave, sigint_ignored))
         os.close(slave)
         self.p.stdin.write(data)
         self.p.stdin.close()
         self.p.stdin = None
         self.seen = b""
+
+    @staticmethod
+    def _child(slave, sigint_ignored):
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        if sigint_ignored:     # as a REPL may start it, so that start-up cannot be interrupted
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def _read(self, wait):
         if select.select([self.master], [], [], wait)[0]:
@@ -425,9 +432,10 @@ def test_a_paste_never_answers(isolated):
     assert t.seen.index(PASTE_ON) < t.seen.index(QUESTION) < t.seen.rindex(PASTE_OFF)
 
 
-def test_ctrl_c_at_the_question_is_no_and_stops_cleanly(isolated):
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["default", "started-with-sigint-ignored"])
+def test_ctrl_c_at_the_question_is_no_and_stops_cleanly(isolated, sigint_ignored):
     data = stream_with(("bash", {"command": "touch one"}), ("bash", {"command": "touch two"}))
-    t = Term(data)
+    t = Term(data, sigint_ignored=sigint_ignored)
     t.expect(QUESTION)
     t.send(b"\x03")                  # the terminal turns it into SIGINT
     code, out, err = t.finish()

@@ -590,6 +590,21 @@ def test_edit_diff_is_coloured_on_a_terminal_and_plain_with_no_color(isolated):
         assert b"2 - old" in t.seen and b"2 + new" in t.seen
 
 
+def test_a_key_in_the_file_does_not_reach_the_terminal_through_a_diff(isolated):
+    key = "sk-proj-abcdefghijklmnop0123456789"
+    (isolated / "conf.py").write_text(f"api_key = '{key}'  # v1\n")
+    env = dict(os.environ, OPENAI_API_KEY=key)
+    data = stream_with(("edit", {"path": "conf.py", "old_text": "# v1", "new_text": "# v2"}))
+    p = tool(data, "--yes", "--live", env=env)
+    results(p, data)
+    assert b"api_key = '[redacted]'  # v2" in p.stderr and key[8:].encode() not in p.stderr
+    t = Term(stream_with(("edit", {"path": "conf.py", "old_text": "# v2", "new_text": "# v3"})), env=env)
+    t.expect(b"allow edit?")
+    t.send(b"n")
+    assert t.finish()[0] == 0
+    assert b"api_key = '[redacted]'  # v2" in t.seen and key[8:].encode() not in t.seen
+
+
 # -- edit: the range the new text occupies ------------------------------------------------
 
 @pytest.mark.parametrize("old,new,said", [

@@ -15,7 +15,7 @@ import re
 import signal
 
 from pantolib.tools import show
-from pantolib.tools.common import outside, resolve
+from pantolib.tools.common import outside, redact, resolve, secrets
 
 # a bash command line holding one of these is more than one simple command
 SEPARATORS = (";", "&", "|", "`", "$(", ">", "<", "\n")
@@ -276,7 +276,8 @@ class Approver:
                 f"reading '{args.get('path')}' outside the working directory needs confirmation"
             return False, (f"not run: {why} and there is no terminal to ask "
                            "(the user can allow tools with panto-tool --yes)"), False
-        answer = tty.ask(self._text(use, args, cwd, key, where, tty.styled), (YES, NO, ALWAYS) if key else (YES, NO))
+        question = redact(self._text(use, args, cwd, key, where, tty.styled), secrets())
+        answer = tty.ask(question, (YES, NO, ALWAYS) if key else (YES, NO))
         if answer == YES:
             tty.write("yes\n")
             return True, None, True

@@ -26,14 +26,19 @@ class Display:
 
     def __init__(self, on, cwd=None, env=None):
         from pantolib import terminal
+        from pantolib.tools.common import secrets
 
         self.on = on
         self.cwd = cwd
         self.style = show.Style(on and terminal.styled(sys.stderr, env))
+        self.keys = secrets(env) if on else []
 
     def _write(self, rows):
         if self.on and rows:
-            sys.stderr.write("\n".join(rows) + "\n")
+            from pantolib.tools.common import redact
+
+            # results are redacted already; a diff shows lines of the file itself
+            sys.stderr.write(redact("\n".join(rows), self.keys) + "\n")
             sys.stderr.flush()
 
     def before(self, use, args, asked):

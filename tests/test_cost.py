@@ -357,6 +357,128 @@ def test_example_prices_is_valid_toml_that_prices_sessions(isolated, tmp_path):
     assert by_model(doc)[("openai", "gpt-4.1")]["picoUsd"] == 1000 * 2_000_000 + 100 * 8_000_000 + 1000 * 500_000
 
 
+# --- prices that change -----------------------------------------------------------
+
+DATED = """\
+[anthropic."claude-sonnet-5-5"]
+input = 2.0
+cache_read = 0.2
+
+[[anthropic."claude-sonnet-5-5".changes]]
+since = 2026-10-07
+cache_read = 0.1
+
+[[anthropic."claude-sonnet-5-5".changes]]
+since = 2026-12-01
+input = 1.5
+"""
+S55 = ("anthropic", "claude-sonnet-5-5")
+
+
+def dated_session():
+    b = Builder()
+    b.user(model=S55, ts="2026-09-14T09:00:00.000Z")
+    b.assistant(model=S55, input=1000, cacheRead=10_000, ts="2026-09-14T09:00:05.000Z")
+    b.user(model=S55, ts="2026-12-03T09:00:00.000Z")
+    b.assistant(model=S55, input=1000, cacheRead=10_000, ts="2026-12-03T09:00:05.000Z")
+    return b
+
+
+def test_september_and_december_turns_are_priced_at_their_own_rates(prices, tmp_path):
+    prices(DATED)
+    f = dated_session().write(tmp_path / "s.jsonl")
+    doc, p = cost_json(f)
+    september = 1000 * 2_000_000 + 10_000 * 200_000
+    december = 1000 * 1_500_000 + 10_000 * 100_000
+    assert p.stderr == b"" and doc["total"]["picoUsd"] == september + december
+    q = run(["panto-cost", "--json", "--by", "day", f], env={**os.environ, "TZ": "UTC"})
+    assert {d["day"]: d["picoUsd"] for d in orjson.loads(q.stdout)["days"]} == {
+        "2026-09-14": september, "2026-12-03": december}
+
+
+def test_the_order_of_changes_in_the_file_does_not_matter(prices, tmp_path):
+    f = dated_session().write(tmp_path / "s.jsonl")
+    prices(DATED)
+    forward = run(["panto-cost", "--json", f]).stdout
+    head, first, second = DATED.split("\n\n")
+    prices("\n\n".join([second, head, first]))
+    assert run(["panto-cost", "--json", f]).stdout == forward
+    prices("\n\n".join([head, second, first]))
+    assert run(["panto-cost", "--json", f]).stdout == forward
+
+
+def test_a_change_takes_effect_at_utc_midnight(prices):
+    prices(DATED)
+    b = Builder()
+    b.assistant(model=S55, cacheRead=1_000_000, ts="2026-10-06T23:59:59.999Z")
+    b.assistant(model=S55, cacheRead=1_000_000, ts="2026-10-06T20:00:00.000-05:00")  # 01:00 UTC on the 7th
+    b.assistant(model=S55, cacheRead=1_000_000, ts="2026-10-07T00:00:00.000Z")
+    doc, _ = cost_json(input=b.bytes())
+    assert doc["total"]["picoUsd"] == 1_000_000 * (200_000 + 100_000 + 100_000)
+
+
+def test_an_unstamped_bare_turn_is_priced_at_todays_rates(prices):
+    from pantolib import pricing
+
+    prices(DATED)
+    bare = {"type": "message", "message": {"role": "assistant", "content": [], "provider": S55[0],
+                                           "model": S55[1], "usage": {"input": 1, "cacheRead": 1000}}}
+    doc, _ = cost_json(input=orjson.dumps(bare) + b"\n")
+    today = pricing.parse(DATED.encode()).get(*S55)
+    assert doc["total"]["picoUsd"] == 1 * today.input + 1000 * today.cache_read
+
+
+def test_malformed_changes_are_one_clear_error(isolated, tmp_path):
+    bad = tmp_path / "m.toml"
+    bad.write_text(DATED.replace("since = 2026-12-01", 'since = "2026-12-01"'))
+    p = run(["panto-cost", "--prices", str(bad)], input=b"")
+    assert_clean_error(p, 1, "panto-cost")
+    assert p.stderr.decode() == (f"panto-cost: {bad}:10:9: [[anthropic.claude-sonnet-5-5.changes]] 'since' "
+                                 f"must be a TOML date such as 2026-10-07, not a string (2026-12-01)\n")
+
+
+# --- compaction entries ---------------------------------------------------------------
+
+def compaction_entry(b, usage=None, model=SONNET, spaced=False):
+    b.n += 1
+    e = {"type": "compaction", "id": f"{b.n:08x}", "parentId": b.last, "timestamp": "2026-04-25T15:00:00.000Z",
+         "summary": "The user asked what the assistant could do.", "firstKeptId": None,
+         "provider": model[0], "model": model[1]}
+    if usage is not None:
+        e["usage"] = usage
+    b.lines.append(e)
+    b.last = e["id"]
+
+
+def test_compaction_entries_are_priced_like_turns(prices, tmp_path):
+    b = Builder()
+    b.user()
+    b.assistant(input=1000, output=100)
+    compaction_entry(b, {"input": 20_000, "output": 500, "cacheRead": 1000})
+    b.user()
+    b.assistant(input=10, output=10)
+    f = b.write(tmp_path / "s.jsonl")
+    doc, _ = cost_json(f)
+    m = by_model(doc)[SONNET]
+    assert (m["turns"], m["compactions"], m["input"], m["output"], m["cacheRead"]) == (3, 1, 21_010, 610, 1000)
+    assert m["picoUsd"] == 21_010 * 3_000_000 + 610 * 15_000_000 + 1000 * 300_000
+    table = run(["panto-cost", f]).stdout.decode().splitlines()
+    assert table[1].split()[:4] == ["anthropic", SONNET[1], "3", "21,010"]
+
+
+def test_a_compaction_without_usage_is_unpriced_and_its_own_model_counts(prices):
+    b = Builder()
+    b.assistant(input=1)
+    compaction_entry(b)                                              # no usage: unknown
+    compaction_entry(b, {"input": 100, "output": 10}, model=GPT4O)   # summarised by another model
+    line = (b'{"type": "compaction", "id": "c1", "parentId": null, "timestamp": "t", "summary": "",'
+            b' "provider": "openai", "model": "gpt-4o", "usage": {"input": 1}}\n')
+    doc, _ = cost_json(input=b.bytes() + line)
+    m = by_model(doc)
+    assert (m[SONNET]["turns"], m[SONNET]["unpricedTurns"], m[SONNET]["compactions"]) == (2, 1, 1)
+    assert (m[GPT4O]["turns"], m[GPT4O]["input"], m[GPT4O]["picoUsd"]) == (2, 101, 101 * 2_500_000 + 10 * 10_000_000)
+
+
 # --- the command's manners ----------------------------------------------------------
 
 def test_usage_errors_and_help(isolated):

@@ -84,7 +84,7 @@ def main(argv=None):
         if args["--strict"]:
             n = total["unpricedTurns"]
             models = sorted({_model_label(p, m) for (p, m), row in tally.rollup("model").items()
-                             if row[-1]})
+                             if pricing.as_dict(row)["unpricedTurns"]})
             cli.warn(NAME, f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(models)} "
                            f"(give their prices in '{prices.path}')")
             return cli.FAIL
@@ -129,7 +129,7 @@ def _json(tally, by, total):
         d = as_dict(row)
         body = {k: d[k] for k in ("turns", "input", "output", "cacheRead", "cacheWrite",
                                   "reasoning", "picoUsd", "knownPicoUsd", "unpricedTurns",
-                                  "cacheWrite1h")}
+                                  "cacheWrite1h", "compactions")}
         return {**head, **body}
 
     doc = {"total": entry({}, tally.rollup("total")),

@@ -479,6 +479,47 @@ def test_a_compaction_without_usage_is_unpriced_and_its_own_model_counts(prices)
     assert (m[GPT4O]["turns"], m[GPT4O]["input"], m[GPT4O]["picoUsd"]) == (2, 101, 101 * 2_500_000 + 10 * 10_000_000)
 
 
+# --- counted once, shown safely ----------------------------------------------------------
+
+def test_all_with_a_file_of_the_sessions_folder_counts_it_once(prices, tmp_path):
+    b = Builder(cwd="/home/me/a")
+    b.assistant(input=1000)
+    path = b.write(os.path.join(paths.session_dir("/home/me/a"), b.lines[0]["id"] + ".jsonl"))
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    hard = tmp_path / "hard.jsonl"
+    os.link(path, hard)
+    for args in (["--all", path], ["--all", str(link)], ["--all", str(hard)], [path, path], [path, str(link)]):
+        doc, p = cost_json(*args)
+        assert doc["total"]["turns"] == 1 and doc["total"]["picoUsd"] == 1000 * 3_000_000, args
+        assert p.stderr == b"", args
+    other = Builder(sid="0199aaaa-0000-7000-8000-00000000000f")
+    other.assistant(input=1)
+    doc, _ = cost_json("--all", other.write(tmp_path / "other.jsonl"))
+    assert doc["total"]["turns"] == 2
+
+
+HOSTILE_NAME = "evil\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07\r\x9b31m\u202eok\nnext"
+
+
+def test_escape_sequences_in_names_are_shown_not_executed(prices):
+    b = Builder(sid="sess\x1b]0;title\x07")
+    b.assistant(model=("open\x1bai", HOSTILE_NAME), input=1)
+    for args in ([], ["--by", "session"], ["--strict"]):
+        p = run(["panto-cost", *args], input=b.bytes())
+        out = p.stdout + p.stderr
+        assert not any(c in out for c in (b"\x1b", b"\x07", b"\r", b"\xc2\x9b", "\u202e".encode())), (args, out)
+        assert len(p.stdout.splitlines()) == 3, (args, p.stdout)  # header, row, total: no stray newline
+    table = run(["panto-cost"], input=b.bytes()).stdout.decode()
+    assert "evil^[[2J^[]52;c;cm0gLXJmIH4=^G^M\\x9b31m<U+202E>ok next" in table
+    assert "open^[ai" in table
+    assert "sess^[]0;title^G" in run(["panto-cost", "--by", "session"], input=b.bytes()).stdout.decode()
+    strict = run(["panto-cost", "--strict"], input=b.bytes()).stderr.decode()
+    assert "open^[ai/evil^[[2J" in strict
+    doc, _ = cost_json(input=b.bytes())  # JSON keeps the names as they are
+    assert doc["models"][0]["model"] == HOSTILE_NAME
+
+
 # --- the command's manners ----------------------------------------------------------
 
 def test_usage_errors_and_help(isolated):

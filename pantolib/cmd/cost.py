@@ -49,12 +49,13 @@ def main(argv=None):
         raise PantoError(f"--prices '{args['--prices']}': no such file")
     prices = pricing.load(args["--prices"])
     for note in prices.notes:
-        cli.warn(NAME, note)
+        _warn(note)
 
     tally = pricing.Tally(prices, by=by)
     files = list(args["FILE"])
+    seen = set()  # (device, inode) of every file counted: each is counted once
     if args["--all"]:
-        _all_sessions(tally, by)
+        _all_sessions(tally, by, seen)
     elif not files:
         if os.isatty(0):
             raise UsageError("no input: pipe a stream in, or name FILEs, or use --all")
@@ -67,7 +68,8 @@ def main(argv=None):
 
             check_path(name)  # a directory or a device is no session
             with open(name, "rb") as f:
-                _count(tally, f, name, by)
+                if _first_time(f, seen):
+                    _count(tally, f, name, by)
 
     total = pricing.as_dict(tally.rollup("total"))
     out = cli.stdout()
@@ -79,13 +81,13 @@ def main(argv=None):
 
     if total["unpricedTurns"]:
         if prices.missing:
-            cli.warn(NAME, f"no price table at '{prices.path}' (start one with: "
+            _warn(f"no price table at '{prices.path}' (start one with: "
                            f"panto-cost --example-prices > '{prices.path}', then check it)")
         if args["--strict"]:
             n = total["unpricedTurns"]
             models = sorted({_model_label(p, m) for (p, m), row in tally.rollup("model").items()
                              if pricing.as_dict(row)["unpricedTurns"]})
-            cli.warn(NAME, f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(models)} "
+            _warn(f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(models)} "
                            f"(give their prices in '{prices.path}')")
             return cli.FAIL
     return cli.OK
@@ -102,10 +104,21 @@ def _count(tally, f, name, by, stream=False):
             group = scan.header["id"]
         add(entry, group)
     for note in scan.notes:
-        cli.warn(NAME, note)
+        _warn(note)
 
 
-def _all_sessions(tally, by):
+def _first_time(f, seen):
+    """Whether the open file f is counted for the first time (by device and inode:
+    a path given twice, a symlink or a hard link to a file already read is not)."""
+    st = os.fstat(f.fileno())
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def _all_sessions(tally, by, seen):
     """Every session file under the sessions directory; foreign files are skipped with a note."""
     from pantolib import paths
     from pantolib.errors import SessionError
@@ -114,10 +127,18 @@ def _all_sessions(tally, by):
         for path, _ in sorted(paths.list_dir(d)):
             try:
                 with open(path, "rb") as f:
-                    _count(tally, f, path, by)
+                    if _first_time(f, seen):
+                        _count(tally, f, path, by)
             except (SessionError, OSError) as e:
                 why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-                cli.warn(NAME, f"skipped '{path}': {why}" if isinstance(e, OSError) else f"skipped {why}")
+                _warn(f"skipped '{path}': {why}" if isinstance(e, OSError) else f"skipped {why}")
+
+
+def _warn(message):
+    """A note on stderr; file names and model ids in it come from files: shown, never executed."""
+    from pantolib.terminal import visible_line
+
+    cli.warn(NAME, visible_line(message))
 
 
 def _json(tally, by, total):
@@ -142,15 +163,18 @@ def _json(tally, by, total):
 
 
 def _table(tally, by, total):
+    """The report for people. Provider, model and session names come from the
+    files: every cell goes through visible_line, so none can move the cursor."""
     from pantolib.pricing import as_dict
+    from pantolib.terminal import visible_line as cell
 
     if by == "model":
         heads = ["PROVIDER", "MODEL"]
-        rows = [([p or "?", m or "?"], as_dict(r))
+        rows = [([cell(p or "?"), cell(m or "?")], as_dict(r))
                 for (p, m), r in sorted(tally.rollup("model").items(), key=_model_key)]
     else:
         heads = [by.upper()]
-        rows = [([str(g)], as_dict(r)) for g, r in sorted(tally.rollup("group").items(), key=_str_key)]
+        rows = [([cell(str(g))], as_dict(r)) for g, r in sorted(tally.rollup("group").items(), key=_str_key)]
     heads += ["TURNS"] + [h for _, h in TOKENS] + ["COST"]
     lines = [heads]
     for labels, d in rows:

@@ -1,4 +1,5 @@
 """panto-cost, spawned for real: reports, unknown prices, files, --all, --json, --strict."""
+import datetime
 import os
 import re
 import tomllib
@@ -341,20 +342,79 @@ def test_prices_option_overrides_and_must_exist(prices, tmp_path):
     assert_clean_error(run(["panto-cost", "--prices", str(tmp_path / "nope.toml")]), 1, "panto-cost")
 
 
-def test_example_prices_is_valid_toml_that_prices_sessions(isolated, tmp_path):
+def example_prices(tmp_path):
     p = run(["panto-cost", "--example-prices"])
-    assert p.returncode == 0
-    doc = tomllib.loads(p.stdout.decode())
-    assert "anthropic" in doc and "openai" in doc
-    assert re.search(r"20\d\d", p.stdout.decode()) and "CHECK" in p.stdout.decode()
+    assert p.returncode == 0 and p.stderr == b""
     f = tmp_path / "models.toml"
     f.write_bytes(p.stdout)
+    return p.stdout.decode(), str(f)
+
+
+def test_example_prices_parse_with_panto_and_say_when_and_where(isolated, tmp_path):
+    from pantolib import pricing
+
+    text, _ = example_prices(tmp_path)
+    table = pricing.parse(text.encode(), "example")
+    assert table.notes == [] and "CHECK" in text
+    doc = tomllib.loads(text)
+    assert set(doc) == {"anthropic", "openai"}
+    official = {"anthropic": "https://platform.claude.com/", "openai": "https://developers.openai.com/"}
+    for provider, models in doc.items():
+        assert models["source"].startswith(official[provider])  # each provider's own pricing page
+        entries = {m: t for m, t in models.items() if isinstance(t, dict)}
+        assert len(entries) >= 3, provider  # flagship, everyday, small at least
+        for model, t in entries.items():
+            assert isinstance(t["checked"], datetime.date) and t["checked"].year == 2026, model
+            assert t["context"] >= 100_000 and {"input", "output", "cache_read", "cache_write"} <= set(t)
+            for change in t.get("changes", []):
+                assert isinstance(change["since"], datetime.date) and change["since"].year == 2026
+            if provider == "anthropic":
+                assert "cache_write_1h" in t, model
+    sonnet = table.periods("anthropic", "claude-sonnet-5-5")
+    assert [d for d, _ in sonnet] == ["", "2026-10-07"] and sonnet[1][1].cache_read < sonnet[0][1].cache_read
+
+
+def test_example_prices_name_current_models_of_the_sdks(isolated, tmp_path):
+    anthropic_model = pytest.importorskip("anthropic.types.model_param")
+    openai_model = pytest.importorskip("openai.types.shared.chat_model")
+    from anthropic._data import DEPRECATED_MODELS
+    from typing import get_args
+
+    text, _ = example_prices(tmp_path)
+    doc = tomllib.loads(text)
+    known = {a for arg in get_args(anthropic_model.ModelParam) for a in get_args(arg)}
+    for model in (m for m, t in doc["anthropic"].items() if isinstance(t, dict)):
+        assert model in known and model not in DEPRECATED_MODELS, model
+    known = set(get_args(openai_model.ChatModel))
+    # the SDK marks no OpenAI model deprecated: these are the deprecations page's, as of 2026-12-01
+    deprecated = {"gpt-5", "gpt-5-mini", "gpt-5-nano", "o3", "gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini"}
+    for model in (m for m, t in doc["openai"].items() if isinstance(t, dict)):
+        assert model in known and model not in deprecated, model
+
+
+def test_example_prices_price_every_model_they_name(isolated, tmp_path):
+    text, f = example_prices(tmp_path)
+    doc = tomllib.loads(text)
     b = Builder()
-    b.assistant(input=1000, output=100)
-    b.assistant(model=("openai", "gpt-4.1"), input=1000, output=100, cacheRead=1000)
-    doc, q = cost_json("--prices", str(f), "--strict", input=b.bytes())
-    assert q.stderr == b"" and doc["total"]["unpricedTurns"] == 0
-    assert by_model(doc)[("openai", "gpt-4.1")]["picoUsd"] == 1000 * 2_000_000 + 100 * 8_000_000 + 1000 * 500_000
+    for provider, models in doc.items():
+        for model, t in models.items():
+            if isinstance(t, dict):
+                b.assistant(model=(provider, model), input=1000, output=100, cacheRead=5000, cacheWrite=100,
+                            ts="2026-11-30T12:00:00.000Z")
+    doc2, q = cost_json("--prices", f, "--strict", input=b.bytes())
+    assert q.stderr == b"" and doc2["total"]["unpricedTurns"] == 0 and doc2["total"]["turns"] >= 6
+    sol = by_model(doc2)[("openai", "gpt-6.2-sol")]
+    assert sol["picoUsd"] == 1000 * 2_000_000 + 100 * 10_000_000 + 5000 * 100_000 + 100 * 2_500_000
+
+
+def test_example_prices_september_and_december_sonnet_turns(isolated, tmp_path):
+    _, f = example_prices(tmp_path)
+    b = Builder()
+    b.assistant(model=("anthropic", "claude-sonnet-5-5"), cacheRead=1_000_000, ts="2026-09-30T12:00:00.000Z")
+    b.assistant(model=("anthropic", "claude-sonnet-5-5"), cacheRead=1_000_000, ts="2026-12-01T12:00:00.000Z")
+    p = run(["panto-cost", "--prices", f, "--json", "--by", "day"], input=b.bytes(), env={**os.environ, "TZ": "UTC"})
+    days = {d["day"]: d["picoUsd"] for d in orjson.loads(p.stdout)["days"]}
+    assert days == {"2026-09-30": 1_000_000 * 200_000, "2026-12-01": 1_000_000 * 100_000}
 
 
 # --- prices that change -----------------------------------------------------------

@@ -580,6 +580,37 @@ def test_escape_sequences_in_names_are_shown_not_executed(prices):
     assert doc["models"][0]["model"] == HOSTILE_NAME
 
 
+# --- hostile lines: the stream's verdict -------------------------------------------------
+
+def test_bad_marked_lines_are_named_and_the_rest_still_counts(prices, tmp_path):
+    b = Builder()
+    b.assistant(input=1)
+    good = b.bytes()
+    bad = [b'["assistant"]', b'{"type":"message","id":"x","timestamp":"t","message":{"role":"assistant"}}',
+           b'{"type":"session","version":1,"id":"y","timestamp":"t","cwd":"assistant"}',
+           b'{"type":"message","id":"z","message":{"role":"assistant","content":[]', b"\x1b[2J\"assistant\""]
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(good + b"\n".join(bad) + b"\n" + good.split(b"\n", 1)[1])
+    doc, p = cost_json(str(f))
+    assert doc["total"]["turns"] == 2
+    notes = p.stderr.decode().splitlines()
+    assert [n.split(": ")[1].split(":")[1] for n in notes] == ["3", "4", "5", "6", "7"], notes
+    assert all(n.startswith(f"panto-cost: {f}:") and n.endswith("; not counted") for n in notes)
+    assert "a session header after the first line" in notes[2] and "\x1b" not in p.stderr.decode()
+
+
+def test_a_newer_format_is_refused_as_replay_refuses_it(prices, tmp_path):
+    b = Builder(cwd="/home/me/a")
+    b.assistant(input=1)
+    b.lines[0]["version"] = 2
+    f = b.write(os.path.join(paths.session_dir("/home/me/a"), b.lines[0]["id"] + ".jsonl"))
+    p = run(["panto-cost", f])
+    assert_clean_error(p, 1, "panto-cost")
+    assert b"version 2 is newer" in p.stderr
+    doc, q = cost_json("--all")
+    assert doc["total"]["turns"] == 0 and b"skipped" in q.stderr and b"version 2 is newer" in q.stderr
+
+
 # --- the command's manners ----------------------------------------------------------
 
 def test_usage_errors_and_help(isolated):

@@ -229,8 +229,8 @@ EXAMPLE = """\
 # each table's `checked`. Prices change: CHECK THEM against the `source`
 # pages before you rely on a report. panto never prices anything by itself;
 # every number below is yours once you save this file. Figures marked
-# "not confirmed" could not be read on the provider's own page and are
-# derived as the comment says (see panto-cost(1)).
+# "not confirmed" could not be read on the provider's own page: they come
+# from copies of it, or are derived as the comment says (see panto-cost(1)).
 #
 # One table per [provider."model-id"]; the model id must be the one your
 # sessions record (panto-cost lists them, "?" or unpriced when unknown).
@@ -271,6 +271,7 @@ cache_write_1h = 16.00      # not confirmed (copies only): 2x input
 context = 1000000
 checked = 2026-12-01
 
+# The one Anthropic suggests starting with for most work.
 [anthropic."claude-opus-5-5"]
 input = 4.00
 output = 20.00

@@ -57,6 +57,7 @@ MAX_FILE = 16 << 20
 MAX_DEPTH = 16                  # dotted parts in one model id
 MARKS = (b'"assistant"', b'"compaction"')  # in every priced entry (see `Scan`)
 CHUNK = 4 << 20
+FAST_FROM = 64 << 10            # from this much text on, the scanner searches with memmem (ctypes)
 FIELDS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h",
           "reasoning", "knownPicoUsd", "unpricedTurns", "compactions")
 
@@ -720,7 +721,7 @@ class Scan:
         self.f, self.name, self.stream, self.chunk = f, name, stream, chunk
         self.header, self.notes = None, []
         self._first = True
-        self._memmem = _memmem() if fast else None
+        self._fast = fast
 
     def __iter__(self):
         read, size = self.f.read, self.chunk
@@ -777,8 +778,8 @@ class Scan:
 
         loads, find = orjson.loads, buf.find
         mark = find
-        if self._memmem is not None:
-            mark = _searcher(self._memmem, buf, end)
+        if self._fast and end >= FAST_FROM and _memmem() is not None:
+            mark = _searcher(_memmem(), buf, end)
         a_mark, c_mark = MARKS
         pos = 0
         if self._first:

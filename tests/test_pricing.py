@@ -593,6 +593,8 @@ def test_the_fast_search_is_the_one_used_here():
     if sys.platform.startswith("linux"):  # glibc and musl have memmem; elsewhere bytes.find serves
         assert pricing._memmem() is not None
     good = orjson.dumps(assistant(1)) + b"\n"
-    for chunk in (None, 13):  # marks straddling chunk ends, lines longer than a chunk
-        _, ids = scan(orjson.dumps(HEADER) + b"\n" + good * 50 + orjson.dumps(compaction(2)) + b"\n", chunk=chunk)
-        assert ids == ["00000001"] * 50 + ["c0000002"]
+    n = pricing.FAST_FROM // len(good) + 2  # enough text for the fast search
+    data = orjson.dumps(HEADER) + b"\n" + good * n + orjson.dumps(compaction(2)) + b"\n"
+    for chunk in (None, 13, pricing.FAST_FROM + 7):  # marks straddling chunk ends, long lines
+        _, ids = scan(data, chunk=chunk)
+        assert ids == ["00000001"] * n + ["c0000002"]

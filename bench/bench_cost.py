@@ -9,6 +9,11 @@ best of --repeat; the sums are checked to agree (tokens exactly, dollars to
 float precision, which is all jq has). Peak memory is each command's own
 maximum resident set (GNU time, when installed), for the whole tree and
 for an eighth of it: constant memory means the two are alike.
+
+The price table is --example-prices plus the models the generator uses,
+one of them with a dated change in the middle of the sessions' months, so
+both programs must price each turn at the rates of its day; the jq program
+prices compaction entries too, as panto-cost does.
 """
 import argparse
 import os
@@ -26,7 +31,8 @@ import gen_sessions  # noqa: E402
 
 JQ = r"""
 def n: if type == "number" and . > 0 then . else 0 end;
-reduce (inputs | select(.type == "message" and .message.role == "assistant") | .message) as $m ({};
+reduce (inputs | select((.type == "message" and .message.role == "assistant") or .type == "compaction")
+        | [(if .type == "compaction" then . else .message end), (.timestamp // "")[0:10]]) as [$m, $day] ({};
   (($m.provider // "?") + "/" + ($m.model // "?")) as $key
   | $m.usage as $u
   | .[$key] |= ((. // {turns: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0,
@@ -37,7 +43,8 @@ reduce (inputs | select(.type == "message" and .message.role == "assistant") | .
         | ($u.cacheWrite | n) as $cw | ([($u.cacheWrite1h | n), $cw] | min) as $cw1h
         | .input += $in | .output += $out | .cacheRead += $cr | .cacheWrite += $cw
         | .reasoning += ($u.reasoning | n)
-        | ($prices[$m.provider // ""][$m.model // ""]) as $p
+        | ($prices[$m.provider // ""][$m.model // ""] | if . == null then null
+           else map(select(.since <= $day)) | last end) as $p
         | (if $p != null and $p.above_tokens != null and ($in + $cr + $cw) > $p.above_tokens
            then "_above" else "" end) as $sfx
         | ([[$in, "input"], [$out, "output"], [$cr, "cache_read"], [$cw - $cw1h, "cache_write"],
@@ -70,7 +77,63 @@ def mb(kb):
     return "?" if kb is None else f"{kb / 1024:.1f} MB"
 
 
+# The generator's models, priced for the bench (the example table has today's
+# models only); gpt-4o's prices change on 2026-02-15, mid-way through the
+# sessions' three months.
+BENCH_PRICES = """
+[anthropic."claude-sonnet-4-20250514"]
+input = 3.0
+output = 15.0
+cache_read = 0.3
+cache_write = 3.75
+cache_write_1h = 6.0
+above_tokens = 200000
+input_above = 6.0
+output_above = 22.5
+cache_read_above = 0.6
+cache_write_above = 7.5
+cache_write_1h_above = 12.0
+
+[anthropic."claude-opus-4-20250514"]
+input = 15.0
+output = 75.0
+cache_read = 1.5
+cache_write = 18.75
+cache_write_1h = 30.0
+
+[openai.gpt-4o]
+input = 2.5
+output = 10.0
+cache_read = 1.25
+cache_write = 0
+
+[[openai.gpt-4o.changes]]
+since = 2026-02-15
+input = 2.0
+cache_read = 0.5
+
+[openai.gpt-4o-mini]
+input = 0.15
+output = 0.6
+cache_read = 0.075
+cache_write = 0
+
+[openai."gpt-4.1"]
+input = 2.0
+output = 8.0
+cache_read = 0.5
+cache_write = 0
+
+[openai.o4-mini]
+input = 1.1
+output = 4.4
+cache_read = 0.275
+cache_write = 0
+"""
+
+
 def toml_to_json(path):
+    """provider -> model -> [periods]: {since, rates...}, cumulative, in date order (since "" first)."""
     import tomllib
 
     with open(path, "rb") as f:
@@ -81,9 +144,15 @@ def toml_to_json(path):
         stack = [((), models)]
         while stack:  # nested tables spell dotted ids, as panto-cost reads them
             keys, t = stack.pop()
-            scalars = {k: v for k, v in t.items() if not isinstance(v, dict)}
-            if keys and scalars:
-                flat[".".join(keys)] = scalars
+            scalars = {k: v for k, v in t.items() if not isinstance(v, (dict, list))}
+            changes = t.get("changes", []) if keys else []
+            if keys and (scalars or changes):
+                rates = {k: v for k, v in scalars.items() if k not in ("checked", "source", "context")}
+                periods = [{"since": "", **rates}]
+                for c in sorted(changes, key=lambda c: c["since"]):
+                    rates = {**rates, **{k: v for k, v in c.items() if k not in ("since", "checked", "source")}}
+                    periods.append({"since": c["since"].isoformat(), **rates})
+                flat[".".join(keys)] = periods
             stack.extend((keys + (k,), v) for k, v in t.items() if isinstance(v, dict))
         out[provider] = flat
     return out
@@ -115,6 +184,7 @@ def main():
         prices = os.path.join(root, "models.toml")
         with open(prices, "wb") as f:
             f.write(subprocess.run(["panto-cost", "--example-prices"], capture_output=True, check=True).stdout)
+            f.write(BENCH_PRICES.encode())
         jq_prices = orjson.dumps(toml_to_json(prices)).decode()
         env = dict(os.environ, PANTO_SESSION_DIR=root)
         cost_cmd = ["panto-cost", "--all", "--json", "--prices", prices]

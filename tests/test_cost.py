@@ -1,4 +1,5 @@
 """panto-cost, spawned for real: reports, unknown prices, files, --all, --json, --strict."""
+import datetime
 import os
 import re
 import tomllib
@@ -341,20 +342,273 @@ def test_prices_option_overrides_and_must_exist(prices, tmp_path):
     assert_clean_error(run(["panto-cost", "--prices", str(tmp_path / "nope.toml")]), 1, "panto-cost")
 
 
-def test_example_prices_is_valid_toml_that_prices_sessions(isolated, tmp_path):
+def example_prices(tmp_path):
     p = run(["panto-cost", "--example-prices"])
-    assert p.returncode == 0
-    doc = tomllib.loads(p.stdout.decode())
-    assert "anthropic" in doc and "openai" in doc
-    assert re.search(r"20\d\d", p.stdout.decode()) and "CHECK" in p.stdout.decode()
+    assert p.returncode == 0 and p.stderr == b""
     f = tmp_path / "models.toml"
     f.write_bytes(p.stdout)
+    return p.stdout.decode(), str(f)
+
+
+def test_example_prices_parse_with_panto_and_say_when_and_where(isolated, tmp_path):
+    from pantolib import pricing
+
+    text, _ = example_prices(tmp_path)
+    table = pricing.parse(text.encode(), "example")
+    assert table.notes == [] and "CHECK" in text
+    doc = tomllib.loads(text)
+    assert set(doc) == {"anthropic", "openai"}
+    official = {"anthropic": "https://platform.claude.com/", "openai": "https://developers.openai.com/"}
+    for provider, models in doc.items():
+        assert models["source"].startswith(official[provider])  # each provider's own pricing page
+        entries = {m: t for m, t in models.items() if isinstance(t, dict)}
+        assert len(entries) >= 3, provider  # flagship, everyday, small at least
+        for model, t in entries.items():
+            assert isinstance(t["checked"], datetime.date) and t["checked"].year == 2026, model
+            assert t["context"] >= 100_000 and {"input", "output", "cache_read", "cache_write"} <= set(t)
+            for change in t.get("changes", []):
+                assert isinstance(change["since"], datetime.date) and change["since"].year == 2026
+            if provider == "anthropic":
+                assert "cache_write_1h" in t, model
+    sonnet = table.periods("anthropic", "claude-sonnet-5-5")
+    assert [d for d, _ in sonnet] == ["", "2026-10-07"] and sonnet[1][1].cache_read < sonnet[0][1].cache_read
+
+
+def test_example_prices_name_current_models_of_the_sdks(isolated, tmp_path):
+    anthropic_model = pytest.importorskip("anthropic.types.model_param")
+    openai_model = pytest.importorskip("openai.types.shared.chat_model")
+    from anthropic._data import DEPRECATED_MODELS
+    from typing import get_args
+
+    text, _ = example_prices(tmp_path)
+    doc = tomllib.loads(text)
+    known = {a for arg in get_args(anthropic_model.ModelParam) for a in get_args(arg)}
+    for model in (m for m, t in doc["anthropic"].items() if isinstance(t, dict)):
+        assert model in known and model not in DEPRECATED_MODELS, model
+    known = set(get_args(openai_model.ChatModel))
+    # the SDK marks no OpenAI model deprecated: these are the deprecations page's, as of 2026-12-01
+    deprecated = {"gpt-5", "gpt-5-mini", "gpt-5-nano", "o3", "gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini"}
+    for model in (m for m, t in doc["openai"].items() if isinstance(t, dict)):
+        assert model in known and model not in deprecated, model
+
+
+def test_example_prices_price_every_model_they_name(isolated, tmp_path):
+    text, f = example_prices(tmp_path)
+    doc = tomllib.loads(text)
     b = Builder()
+    for provider, models in doc.items():
+        for model, t in models.items():
+            if isinstance(t, dict):
+                b.assistant(model=(provider, model), input=1000, output=100, cacheRead=5000, cacheWrite=100,
+                            ts="2026-11-30T12:00:00.000Z")
+    doc2, q = cost_json("--prices", f, "--strict", input=b.bytes())
+    assert q.stderr == b"" and doc2["total"]["unpricedTurns"] == 0 and doc2["total"]["turns"] >= 6
+    sol = by_model(doc2)[("openai", "gpt-6.2-sol")]
+    assert sol["picoUsd"] == 1000 * 2_000_000 + 100 * 10_000_000 + 5000 * 100_000 + 100 * 2_500_000
+
+
+def test_example_prices_september_and_december_sonnet_turns(isolated, tmp_path):
+    _, f = example_prices(tmp_path)
+    b = Builder()
+    b.assistant(model=("anthropic", "claude-sonnet-5-5"), cacheRead=1_000_000, ts="2026-09-30T12:00:00.000Z")
+    b.assistant(model=("anthropic", "claude-sonnet-5-5"), cacheRead=1_000_000, ts="2026-12-01T12:00:00.000Z")
+    p = run(["panto-cost", "--prices", f, "--json", "--by", "day"], input=b.bytes(), env={**os.environ, "TZ": "UTC"})
+    days = {d["day"]: d["picoUsd"] for d in orjson.loads(p.stdout)["days"]}
+    assert days == {"2026-09-30": 1_000_000 * 200_000, "2026-12-01": 1_000_000 * 100_000}
+
+
+# --- prices that change -----------------------------------------------------------
+
+DATED = """\
+[anthropic."claude-sonnet-5-5"]
+input = 2.0
+cache_read = 0.2
+
+[[anthropic."claude-sonnet-5-5".changes]]
+since = 2026-10-07
+cache_read = 0.1
+
+[[anthropic."claude-sonnet-5-5".changes]]
+since = 2026-12-01
+input = 1.5
+"""
+S55 = ("anthropic", "claude-sonnet-5-5")
+
+
+def dated_session():
+    b = Builder()
+    b.user(model=S55, ts="2026-09-14T09:00:00.000Z")
+    b.assistant(model=S55, input=1000, cacheRead=10_000, ts="2026-09-14T09:00:05.000Z")
+    b.user(model=S55, ts="2026-12-03T09:00:00.000Z")
+    b.assistant(model=S55, input=1000, cacheRead=10_000, ts="2026-12-03T09:00:05.000Z")
+    return b
+
+
+def test_september_and_december_turns_are_priced_at_their_own_rates(prices, tmp_path):
+    prices(DATED)
+    f = dated_session().write(tmp_path / "s.jsonl")
+    doc, p = cost_json(f)
+    september = 1000 * 2_000_000 + 10_000 * 200_000
+    december = 1000 * 1_500_000 + 10_000 * 100_000
+    assert p.stderr == b"" and doc["total"]["picoUsd"] == september + december
+    q = run(["panto-cost", "--json", "--by", "day", f], env={**os.environ, "TZ": "UTC"})
+    assert {d["day"]: d["picoUsd"] for d in orjson.loads(q.stdout)["days"]} == {
+        "2026-09-14": september, "2026-12-03": december}
+
+
+def test_the_order_of_changes_in_the_file_does_not_matter(prices, tmp_path):
+    f = dated_session().write(tmp_path / "s.jsonl")
+    prices(DATED)
+    forward = run(["panto-cost", "--json", f]).stdout
+    head, first, second = DATED.split("\n\n")
+    prices("\n\n".join([second, head, first]))
+    assert run(["panto-cost", "--json", f]).stdout == forward
+    prices("\n\n".join([head, second, first]))
+    assert run(["panto-cost", "--json", f]).stdout == forward
+
+
+def test_a_change_takes_effect_at_utc_midnight(prices):
+    prices(DATED)
+    b = Builder()
+    b.assistant(model=S55, cacheRead=1_000_000, ts="2026-10-06T23:59:59.999Z")
+    b.assistant(model=S55, cacheRead=1_000_000, ts="2026-10-06T20:00:00.000-05:00")  # 01:00 UTC on the 7th
+    b.assistant(model=S55, cacheRead=1_000_000, ts="2026-10-07T00:00:00.000Z")
+    doc, _ = cost_json(input=b.bytes())
+    assert doc["total"]["picoUsd"] == 1_000_000 * (200_000 + 100_000 + 100_000)
+
+
+def test_an_unstamped_bare_turn_is_priced_at_todays_rates(prices):
+    from pantolib import pricing
+
+    prices(DATED)
+    bare = {"type": "message", "message": {"role": "assistant", "content": [], "provider": S55[0],
+                                           "model": S55[1], "usage": {"input": 1, "cacheRead": 1000}}}
+    doc, _ = cost_json(input=orjson.dumps(bare) + b"\n")
+    today = pricing.parse(DATED.encode()).get(*S55)
+    assert doc["total"]["picoUsd"] == 1 * today.input + 1000 * today.cache_read
+
+
+def test_malformed_changes_are_one_clear_error(isolated, tmp_path):
+    bad = tmp_path / "m.toml"
+    bad.write_text(DATED.replace("since = 2026-12-01", 'since = "2026-12-01"'))
+    p = run(["panto-cost", "--prices", str(bad)], input=b"")
+    assert_clean_error(p, 1, "panto-cost")
+    assert p.stderr.decode() == (f"panto-cost: {bad}:10:9: [[anthropic.claude-sonnet-5-5.changes]] 'since' "
+                                 f"must be a TOML date such as 2026-10-07, not a string (2026-12-01)\n")
+
+
+# --- compaction entries ---------------------------------------------------------------
+
+def compaction_entry(b, usage=None, model=SONNET, spaced=False):
+    b.n += 1
+    e = {"type": "compaction", "id": f"{b.n:08x}", "parentId": b.last, "timestamp": "2026-04-25T15:00:00.000Z",
+         "summary": "The user asked what the assistant could do.", "firstKeptId": None,
+         "provider": model[0], "model": model[1]}
+    if usage is not None:
+        e["usage"] = usage
+    b.lines.append(e)
+    b.last = e["id"]
+
+
+def test_compaction_entries_are_priced_like_turns(prices, tmp_path):
+    b = Builder()
+    b.user()
     b.assistant(input=1000, output=100)
-    b.assistant(model=("openai", "gpt-4.1"), input=1000, output=100, cacheRead=1000)
-    doc, q = cost_json("--prices", str(f), "--strict", input=b.bytes())
-    assert q.stderr == b"" and doc["total"]["unpricedTurns"] == 0
-    assert by_model(doc)[("openai", "gpt-4.1")]["picoUsd"] == 1000 * 2_000_000 + 100 * 8_000_000 + 1000 * 500_000
+    compaction_entry(b, {"input": 20_000, "output": 500, "cacheRead": 1000})
+    b.user()
+    b.assistant(input=10, output=10)
+    f = b.write(tmp_path / "s.jsonl")
+    doc, _ = cost_json(f)
+    m = by_model(doc)[SONNET]
+    assert (m["turns"], m["compactions"], m["input"], m["output"], m["cacheRead"]) == (3, 1, 21_010, 610, 1000)
+    assert m["picoUsd"] == 21_010 * 3_000_000 + 610 * 15_000_000 + 1000 * 300_000
+    table = run(["panto-cost", f]).stdout.decode().splitlines()
+    assert table[1].split()[:4] == ["anthropic", SONNET[1], "3", "21,010"]
+
+
+def test_a_compaction_without_usage_is_unpriced_and_its_own_model_counts(prices):
+    b = Builder()
+    b.assistant(input=1)
+    compaction_entry(b)                                              # no usage: unknown
+    compaction_entry(b, {"input": 100, "output": 10}, model=GPT4O)   # summarised by another model
+    line = (b'{"type": "compaction", "id": "c1", "parentId": null, "timestamp": "t", "summary": "",'
+            b' "provider": "openai", "model": "gpt-4o", "usage": {"input": 1}}\n')
+    doc, _ = cost_json(input=b.bytes() + line)
+    m = by_model(doc)
+    assert (m[SONNET]["turns"], m[SONNET]["unpricedTurns"], m[SONNET]["compactions"]) == (2, 1, 1)
+    assert (m[GPT4O]["turns"], m[GPT4O]["input"], m[GPT4O]["picoUsd"]) == (2, 101, 101 * 2_500_000 + 10 * 10_000_000)
+
+
+# --- counted once, shown safely ----------------------------------------------------------
+
+def test_all_with_a_file_of_the_sessions_folder_counts_it_once(prices, tmp_path):
+    b = Builder(cwd="/home/me/a")
+    b.assistant(input=1000)
+    path = b.write(os.path.join(paths.session_dir("/home/me/a"), b.lines[0]["id"] + ".jsonl"))
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    hard = tmp_path / "hard.jsonl"
+    os.link(path, hard)
+    for args in (["--all", path], ["--all", str(link)], ["--all", str(hard)], [path, path], [path, str(link)]):
+        doc, p = cost_json(*args)
+        assert doc["total"]["turns"] == 1 and doc["total"]["picoUsd"] == 1000 * 3_000_000, args
+        assert p.stderr == b"", args
+    other = Builder(sid="0199aaaa-0000-7000-8000-00000000000f")
+    other.assistant(input=1)
+    doc, _ = cost_json("--all", other.write(tmp_path / "other.jsonl"))
+    assert doc["total"]["turns"] == 2
+
+
+HOSTILE_NAME = "evil\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07\r\x9b31m\u202eok\nnext"
+
+
+def test_escape_sequences_in_names_are_shown_not_executed(prices):
+    b = Builder(sid="sess\x1b]0;title\x07")
+    b.assistant(model=("open\x1bai", HOSTILE_NAME), input=1)
+    for args in ([], ["--by", "session"], ["--strict"]):
+        p = run(["panto-cost", *args], input=b.bytes())
+        out = p.stdout + p.stderr
+        assert not any(c in out for c in (b"\x1b", b"\x07", b"\r", b"\xc2\x9b", "\u202e".encode())), (args, out)
+        assert len(p.stdout.splitlines()) == 3, (args, p.stdout)  # header, row, total: no stray newline
+    table = run(["panto-cost"], input=b.bytes()).stdout.decode()
+    assert "evil^[[2J^[]52;c;cm0gLXJmIH4=^G^M\\x9b31m<U+202E>ok next" in table
+    assert "open^[ai" in table
+    assert "sess^[]0;title^G" in run(["panto-cost", "--by", "session"], input=b.bytes()).stdout.decode()
+    strict = run(["panto-cost", "--strict"], input=b.bytes()).stderr.decode()
+    assert "open^[ai/evil^[[2J" in strict
+    doc, _ = cost_json(input=b.bytes())  # JSON keeps the names as they are
+    assert doc["models"][0]["model"] == HOSTILE_NAME
+
+
+# --- hostile lines: the stream's verdict -------------------------------------------------
+
+def test_bad_marked_lines_are_named_and_the_rest_still_counts(prices, tmp_path):
+    b = Builder()
+    b.assistant(input=1)
+    good = b.bytes()
+    bad = [b'["assistant"]', b'{"type":"message","id":"x","timestamp":"t","message":{"role":"assistant"}}',
+           b'{"type":"session","version":1,"id":"y","timestamp":"t","cwd":"assistant"}',
+           b'{"type":"message","id":"z","message":{"role":"assistant","content":[]', b"\x1b[2J\"assistant\""]
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(good + b"\n".join(bad) + b"\n" + good.split(b"\n", 1)[1])
+    doc, p = cost_json(str(f))
+    assert doc["total"]["turns"] == 2
+    notes = p.stderr.decode().splitlines()
+    assert [n.split(": ")[1].split(":")[1] for n in notes] == ["3", "4", "5", "6", "7"], notes
+    assert all(n.startswith(f"panto-cost: {f}:") and n.endswith("; not counted") for n in notes)
+    assert "a session header after the first line" in notes[2] and "\x1b" not in p.stderr.decode()
+
+
+def test_a_newer_format_is_refused_as_replay_refuses_it(prices, tmp_path):
+    b = Builder(cwd="/home/me/a")
+    b.assistant(input=1)
+    b.lines[0]["version"] = 2
+    f = b.write(os.path.join(paths.session_dir("/home/me/a"), b.lines[0]["id"] + ".jsonl"))
+    p = run(["panto-cost", f])
+    assert_clean_error(p, 1, "panto-cost")
+    assert b"version 2 is newer" in p.stderr
+    doc, q = cost_json("--all")
+    assert doc["total"]["turns"] == 0 and b"skipped" in q.stderr and b"version 2 is newer" in q.stderr
 
 
 # --- the command's manners ----------------------------------------------------------

@@ -244,7 +244,7 @@ def test_long_context_and_one_hour_keys():
     (b'[openai.gpt-4o]\ninput = "3"\n', r"\[openai\.gpt-4o\] 'input' is not a number \(a string\)"),
     (b"[openai.gpt-4o]\noutput = true\n", r"'output' is not a number \(a boolean\)"),
     (b"[openai.gpt-4o]\ncache_read = [1]\n", r"'cache_read' is not a number \(an array\)"),
-    (b"[openai.gpt-4o]\ninput = 1979-05-27\n", r"'input' is not a number \(a date or time\)"),
+    (b"[openai.gpt-4o]\ninput = 1979-05-27\n", r"^F:2:9: \[openai\.gpt-4o\] 'input' is not a number \(a date\)"),
     (b"[openai.gpt-4o]\ninput = {a = 1}\n", r"\[openai\.gpt-4o\] 'input' is not a number \(a table\)"),
     (b"[openai.gpt-4o]\ninput = 1e400\n", r"'input' is too large"),
     (b"[openai.gpt-4o]\nabove_tokens = 1.5\n", r"'above_tokens' must be a whole number"),
@@ -269,7 +269,7 @@ def test_non_finite_and_negative_prices_are_known_zeros():
 
 
 def test_unknown_keys_are_noted_not_priced():
-    prices = pricing.parse(b"[openai.gpt-4o]\ninptu = 2.5\ncontext = 'long'\n", "F")
+    prices = pricing.parse(b"[openai.gpt-4o]\ninptu = 2.5\nwindow = 'long'\n", "F")
     assert prices.get("openai", "gpt-4o").input is None
     assert len(prices.notes) == 2 and "unknown key 'inptu'" in prices.notes[0]
 
@@ -295,8 +295,12 @@ def assistant(i, **usage_):
 
 
 def scan(data, stream=False, chunk=None):
+    """Scan data with the C library's memmem and with bytes.find: both must see the same."""
     s = pricing.Scan(io.BytesIO(data), "F", stream=stream, chunk=chunk or pricing.CHUNK)
-    return s, [e["id"] for e in s]
+    ids = [e["id"] for e in s]
+    plain = pricing.Scan(io.BytesIO(data), "F", stream=stream, chunk=chunk or pricing.CHUNK, fast=False)
+    assert [e["id"] for e in plain] == ids and plain.notes == s.notes and plain.header == s.header
+    return s, ids
 
 
 def test_scan_finds_assistant_lines_across_chunk_boundaries():
@@ -323,8 +327,9 @@ def test_scan_torn_tail_and_torn_middle():
     assert ids == ["00000001"] and "F:2: not valid JSON" in s.notes[0]
     s, ids = scan(good + good[:-1], stream=True)
     assert ids == ["00000001", "00000001"] and not s.notes
+    # a bad line with lines after it is no torn write (SPEC §4): it alone is left out, and named
     s, ids = scan(good + good[:-30] + b"\n" + good)
-    assert ids == ["00000001"] and "F:2: not valid JSON" in s.notes[0]
+    assert ids == ["00000001", "00000001"] and s.notes == ["F:2: not valid JSON; not counted"]
     # lines without the mark are not parsed, so not checked either (panto-log replay checks)
     s, ids = scan(good + good[:40] + b"\n" + good)
     assert ids == ["00000001", "00000001"] and not s.notes
@@ -337,3 +342,259 @@ def test_scan_refuses_what_is_not_a_session():
         scan(b'{"type":"session","version":99,"id":"x","timestamp":"t","cwd":"/"}\n')
     s, ids = scan(b"")
     assert ids == [] and s.header is None
+
+
+# --- dated changes ---------------------------------------------------------------
+
+SONNET_TOML = """\
+[anthropic."claude-sonnet-5-5"]
+input = 2.0
+output = 10.0
+cache_read = 0.2
+context = 1000000
+
+[[anthropic."claude-sonnet-5-5".changes]]
+since = 2026-10-07
+cache_read = 0.1
+
+[[anthropic."claude-sonnet-5-5".changes]]
+since = 2026-12-01
+output = 8
+context = 2000000
+"""
+
+
+def periods(src, provider="anthropic", model="claude-sonnet-5-5"):
+    return pricing.parse(src.encode(), "F").periods(provider, model)
+
+
+def test_changes_apply_cumulatively_from_their_day():
+    (d0, p0), (d1, p1), (d2, p2) = periods(SONNET_TOML)
+    assert (d0, d1, d2) == ("", "2026-10-07", "2026-12-01")
+    assert (p0.input, p0.output, p0.cache_read, p0.context) == (2_000_000, 10_000_000, 200_000, 1_000_000)
+    assert (p1.input, p1.output, p1.cache_read, p1.context) == (2_000_000, 10_000_000, 100_000, 1_000_000)
+    assert (p2.input, p2.output, p2.cache_read, p2.context) == (2_000_000, 8_000_000, 100_000, 2_000_000)
+    prices = pricing.parse(SONNET_TOML.encode())
+    assert prices.get("anthropic", "claude-sonnet-5-5", "2026-10-06").cache_read == 200_000
+    assert prices.get("anthropic", "claude-sonnet-5-5", "2026-10-07").cache_read == 100_000
+    assert prices.get("anthropic", "claude-sonnet-5-5", "2027-01-01").output == 8_000_000
+
+
+def test_changes_are_ordered_by_date_not_by_file_order():
+    head, first, second = SONNET_TOML.split("\n\n")
+    assert periods("\n\n".join([head, second, first])) == periods(SONNET_TOML)
+    assert periods("\n\n".join([second, head, first])) == periods(SONNET_TOML)
+
+
+def test_changes_under_a_bare_dotted_id_and_without_base_fields():
+    src = "[[openai.gpt-4.1.changes]]\nsince = 2026-03-01\ninput = 2\n"
+    (d0, p0), (d1, p1) = periods(src, "openai", "gpt-4.1")
+    assert p0 == Price() and d1 == "2026-03-01" and p1.input == 2_000_000
+    src = "[openai.\"gpt-4.1\"]\noutput = 8\n[[openai.gpt-4.1.changes]]\nsince = 2026-03-01\ninput = 2\n"
+    (_, p0), (_, p1) = periods(src, "openai", "gpt-4.1")
+    assert (p0.input, p0.output, p1.input, p1.output) == (None, 8_000_000, 2_000_000, 8_000_000)
+    assert periods("[openai.x]\ninput = 1\nchanges = []\n", "openai", "x") == (("", Price(input=1_000_000)),)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("[a.m]\ninput = 1\n\n[[a.m.changes]]\ninput = 2\n",
+     r"^F:4:1: \[\[a\.m\.changes\]\] has no 'since' date \(write e\.g\. since = 2026-10-07\)$"),
+    ("[a.m]\ninput = 1\n[[a.m.changes]]\n  since = \"2026-10-07\"\n",
+     r"^F:4:11: \[\[a\.m\.changes\]\] 'since' must be a TOML date such as 2026-10-07, not a string"),
+    ("[[a.m.changes]]\nsince = 2026-10-07T00:00:00Z\n", r"^F:2:9: .* not a date-time"),
+    ("[[a.m.changes]]\nsince = 12:00:00\n", r"^F:2:9: .* not a time"),
+    ("[[a.\"m.1\".changes]]\nsince = 2026-10-07\n\n[[a.'m.1'.changes]]\nsince = 2026-10-07\ninput = 1\n",
+     r"^F:5:9: \[\[a\.\"m\.1\"\.changes\]\] has two changes since 2026-10-07: merge them"),
+    ("[[a.\"m.1\".changes]]\nsince = 2026-10-07\n[[a.m.1.changes]]\nsince = 2026-10-08\n",
+     r"^F: \[a\.\"m\.1\"\] is defined twice"),
+    ("[[a.m.changes]]\nsince = 2026-10-07\ninput = 'cheap'\n",
+     r"^F:3:9: \[\[a\.m\.changes\]\] since 2026-10-07 'input' is not a number \(a string\)"),
+    ("[[a.m.changes]]\nsince = 2026-10-07\n[a.m.changes.extra]\ninput = 1\n",
+     r"'extra' is not a number \(a table\)"),
+    ("[[a.m.changes]]\nsince = 2026-10-07\n[[a.m.changes.changes]]\nsince = 2026-10-08\n",
+     r"'changes' cannot be nested in a change"),
+    ("[a.m]\ninput = 1\nchanges = 3\n", r"^F:3:11: \[a\.m\] 'changes' must be an array of tables"),
+    ("[a.m]\nchanges = [1, 2]\n", r"^F:2:11: \[a\.m\] 'changes' must be an array of tables"),
+    ("[a]\nm = {changes = [{input = 1}]}\n", r"^F: \[\[a\.m\.changes\]\] has no 'since' date"),  # no header to point at
+    ("[[a.changes]]\nsince = 2026-10-07\n", r"array of tables, not a model table"),
+    ("[a.m]\ncontext = 0\n", r"^F:2:11: \[a\.m\] 'context' must be a positive whole number of tokens"),
+    ("[a.m]\ncontext = 1.5\n", r"'context' must be a positive whole number"),
+    ("[a.m]\ncontext = '1M'\n", r"'context' must be a positive whole number"),
+    ("[a.m]\nchecked = 'yesterday'\n", r"^F:2:11: \[a\.m\] 'checked' must be a TOML date"),
+    ("[a]\nsource = 3\n", r"^F: \[a\] 'source' must be a string"),
+])
+def test_malformed_changes_and_fields_name_file_line_and_column(src, message):
+    with pytest.raises(PantoError, match=message):
+        pricing.parse(src.encode(), "F")
+
+
+def test_checked_and_source_are_kept_for_people_not_priced():
+    prices = pricing.parse(b'[a]\nsource = "https://example.com/pricing"\n[a.m]\ninput = 1\n'
+                           b'checked = 2026-12-01\nsource = "https://example.com/m"\n'
+                           b'[[a.m.changes]]\nsince = 2026-10-07\nsource = "https://example.com/news"\n')
+    assert prices.notes == [] and len(prices) == 1
+    assert prices.get("a", "m", "2026-01-01") == prices.get("a", "m", "2026-12-01") == Price(input=1_000_000)
+
+
+# --- context and prompt tokens ------------------------------------------------------
+
+def test_context_window():
+    prices = pricing.parse(SONNET_TOML.encode() + b"[openai.x]\ninput = 1\n[openai.w]\ncontext = 1e6\n")
+    assert pricing.context_window(prices, "anthropic", "claude-sonnet-5-5", "2026-11-30") == 1_000_000
+    assert pricing.context_window(prices, "anthropic", "claude-sonnet-5-5", "2026-12-01") == 2_000_000
+    assert pricing.context_window(prices, "openai", "w") == 1_000_000
+    assert pricing.context_window(prices, "openai", "x") is None        # the table does not say
+    assert pricing.context_window(prices, "openai", "nobody") is None   # not in the table
+    assert pricing.context_window(None, "openai", "w") is None          # no table at all
+    today = pricing.today()
+    assert pricing.context_window(prices, "anthropic", "claude-sonnet-5-5") == (
+        2_000_000 if today >= "2026-12-01" else 1_000_000)
+
+
+@pytest.mark.parametrize("usage_, n", [
+    ({"input": 10, "output": 99, "cacheRead": 200, "cacheWrite": 3000, "reasoning": 7}, 3210),
+    ({"input": 10}, 10),
+    ({"input": -5, "cacheRead": "100", "cacheWrite": True, "output": 9}, 0),
+    ({"input": 1.5, "cacheRead": None, "cacheWrite": 4}, 4),
+    ({}, 0), (None, 0), ([1, 2], 0), ("10", 0),
+])
+def test_prompt_tokens(usage_, n):
+    assert pricing.prompt_tokens(usage_) == n
+
+
+@pytest.mark.parametrize("ts, day", [
+    ("2026-10-06T23:59:59.999Z", "2026-10-06"),
+    ("2026-10-07T00:00:00.000Z", "2026-10-07"),
+    ("2026-10-06T20:30:00-05:00", "2026-10-07"),   # an offset: its UTC day counts
+    ("2026-10-07T01:00:00+02:00", "2026-10-06"),
+    ("2026-10-07T12:00:00", "2026-10-07"),          # no offset: taken as UTC
+    ("2026-10-07", "2026-10-07"),
+    ("2026-10-07T00:00:00.000+00:00", "2026-10-07"), ("0001-01-01T00:00:00+01:00", None),
+    ("t", None), ("", None), (None, None), (17, None), ("2026-13-45T00:00:00", None),
+])
+def test_utc_day(ts, day):
+    assert pricing.utc_day(ts) == day
+
+
+def test_pricing_is_cheap_to_import():
+    import subprocess
+    import sys
+
+    code = ("import sys, pantolib.pricing as p; "
+            "assert p.prompt_tokens({'input': 1}) == 1; "
+            "print(' '.join(sorted(m for m in ('orjson', 'tomllib', 'decimal', 'datetime', 'pantolib.stream', "
+            "'httpx', 'pantolib.paths') if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == []
+
+
+# --- priced entries: compaction, and the stream's verdict on hostile lines --------------
+
+def compaction(i, **usage_):
+    return {"type": "compaction", "id": f"c{i:07x}", "parentId": None, "timestamp": "2026-01-01T00:00:02.000Z",
+            "summary": "so far: assistant said hi", "firstKeptId": None, "provider": "p", "model": "m",
+            "usage": usage_}
+
+
+def test_scan_finds_compaction_entries_too():
+    lines = [HEADER, assistant(1, input=1), compaction(2, input=2), assistant(3, input=3), compaction(4)]
+    data = b"".join(orjson.dumps(x) + b"\n" for x in lines)
+    for chunk in (None, 50, 7):
+        s, ids = scan(data, chunk=chunk)
+        assert ids == ["00000001", "c0000002", "00000003", "c0000004"] and not s.notes
+    spaced = b'{"type": "compaction", "id": "c9", "timestamp": "t", "summary": "", "usage": {"input": 5}}\n'
+    _, ids = scan(orjson.dumps(HEADER) + b"\n" + spaced)
+    assert ids == ["c9"]
+    s, ids = scan(orjson.dumps(compaction(1)) + b"\n")  # a stream that starts with one
+    assert ids == ["c0000001"] and s.header is None
+
+
+def test_tally_prices_compaction_like_a_turn():
+    prices = pricing.parse(b"[p.m]\ninput = 1\noutput = 2\n")
+    t = pricing.Tally(prices)
+    t.add(compaction(1, input=1000, output=100))
+    t.add(compaction(2))                                   # usage without tokens: known, $0
+    t.add({k: v for k, v in compaction(3).items() if k != "usage"})  # no usage: unknown
+    t.add(assistant(4, input=1))
+    d = pricing.as_dict(t.rollup("total"))
+    assert (d["turns"], d["compactions"], d["unpricedTurns"], d["input"]) == (4, 3, 1, 1001)
+    assert d["knownPicoUsd"] == 1000 * 1_000_000 + 100 * 2_000_000 + 1_000_000
+
+
+def test_tally_prices_each_turn_at_its_own_day():
+    prices = pricing.parse(SONNET_TOML.encode())
+    t = pricing.Tally(prices)
+    for ts in ("2026-09-15T10:00:00.000Z", "2026-10-06T20:30:00-05:00", "2026-12-15T10:00:00.000Z"):
+        e = assistant(1, cacheRead=1_000_000, output=1)
+        e["timestamp"] = ts
+        e["message"]["provider"], e["message"]["model"] = "anthropic", "claude-sonnet-5-5"
+        t.add(e, group=ts)
+    costs = {g: pricing.as_dict(r)["picoUsd"] for g, r in t.rollup("group").items()}
+    assert costs == {"2026-09-15T10:00:00.000Z": 200_000 * 10**6 + 10_000_000,
+                     "2026-10-06T20:30:00-05:00": 100_000 * 10**6 + 10_000_000,   # Oct 7 in UTC
+                     "2026-12-15T10:00:00.000Z": 100_000 * 10**6 + 8_000_000}
+
+
+HOSTILE = [
+    b'["assistant"]',                                                   # not an object
+    b'"assistant"',
+    b'{"type":"message","id":"x1","timestamp":"t","message":{"role":"assistant","content":"hi"}}',
+    b'{"type":"message","id":"x2","timestamp":"t","message":{"role":"assistant","content":[1]}}',
+    b'{"type":"message","id":"x3","message":{"role":"assistant","content":[]}}',  # id, no timestamp
+    b'{"type":"message","id":17,"timestamp":"t","message":{"role":"assistant","content":[]}}',
+    b'{"type":"message","id":"x5","timestamp":"t","message":{"role":"assistant","content":[],"model":3}}',
+    b'{"type":"session","version":2,"id":"x","timestamp":"t","cwd":"assistant"}',  # version 2 header
+    b'{"type":"session","version":1,"id":"x","timestamp":"t","cwd":"assistant"}',  # a second header
+    b'{"type":"compaction","id":"c1","timestamp":"t","provider":["p"],"usage":{"input":1}}',
+    b'{"type":"compaction","timestamp":"t","usage":{"input":1}}',     # a timestamp but no id
+    b'{"type":"message","id":"x6","timestamp":"t","message":{"role":"assistant","content":[]}',  # cut
+]
+
+
+@pytest.mark.parametrize("line", HOSTILE)
+def test_scan_agrees_with_the_stream_rules_on_hostile_lines(line):
+    from pantolib import stream
+
+    good = orjson.dumps(assistant(1)) + b"\n"
+    s, ids = scan(orjson.dumps(HEADER) + b"\n" + good + line + b"\n" + good)
+    try:
+        valid = stream.parse_line(line + b"\n")
+        valid = None if valid.kind == stream.HEADER else valid.obj  # a header after the first line is bad
+    except SessionError:
+        valid = None
+    assert ids[0] == ids[-1] == "00000001"  # the lines around it count, whatever it is
+    if valid is None:
+        assert ids == ["00000001"] * 2 and len(s.notes) == 1 and s.notes[0].startswith("F:3: ")
+        assert s.notes[0].endswith("; not counted")
+    else:
+        assert len(ids) == 2 + pricing.priced(valid) and not s.notes
+
+
+@pytest.mark.parametrize("line", HOSTILE)
+def test_scan_refuses_a_hostile_first_line_as_the_stream_does(line):
+    from pantolib import stream
+
+    try:
+        kind = stream.classify(orjson.loads(line))
+    except (orjson.JSONDecodeError, ValueError):
+        kind = None
+    data = line + b"\n" + orjson.dumps(assistant(1)) + b"\n"
+    if kind is None:
+        with pytest.raises(SessionError, match=r"^F:1: not a panto session or stream"):
+            scan(data)
+    else:
+        s, ids = scan(data)
+        assert ids[-1] == "00000001" and (s.header is not None) == (kind == stream.HEADER)
+
+
+def test_the_fast_search_is_the_one_used_here():
+    import sys
+
+    if sys.platform.startswith("linux"):  # glibc and musl have memmem; elsewhere bytes.find serves
+        assert pricing._memmem() is not None
+    good = orjson.dumps(assistant(1)) + b"\n"
+    n = pricing.FAST_FROM // len(good) + 2  # enough text for the fast search
+    data = orjson.dumps(HEADER) + b"\n" + good * n + orjson.dumps(compaction(2)) + b"\n"
+    for chunk in (None, 13, pricing.FAST_FROM + 7):  # marks straddling chunk ends, long lines
+        _, ids = scan(data, chunk=chunk)
+        assert ids == ["00000001"] * n + ["c0000002"]

@@ -49,12 +49,13 @@ def main(argv=None):
         raise PantoError(f"--prices '{args['--prices']}': no such file")
     prices = pricing.load(args["--prices"])
     for note in prices.notes:
-        cli.warn(NAME, note)
+        _warn(note)
 
     tally = pricing.Tally(prices, by=by)
     files = list(args["FILE"])
+    seen = set()  # (device, inode) of every file counted: each is counted once
     if args["--all"]:
-        _all_sessions(tally, by)
+        _all_sessions(tally, by, seen)
     elif not files:
         if os.isatty(0):
             raise UsageError("no input: pipe a stream in, or name FILEs, or use --all")
@@ -67,7 +68,8 @@ def main(argv=None):
 
             check_path(name)  # a directory or a device is no session
             with open(name, "rb") as f:
-                _count(tally, f, name, by)
+                if _first_time(f, seen):
+                    _count(tally, f, name, by)
 
     total = pricing.as_dict(tally.rollup("total"))
     out = cli.stdout()
@@ -79,13 +81,13 @@ def main(argv=None):
 
     if total["unpricedTurns"]:
         if prices.missing:
-            cli.warn(NAME, f"no price table at '{prices.path}' (start one with: "
+            _warn(f"no price table at '{prices.path}' (start one with: "
                            f"panto-cost --example-prices > '{prices.path}', then check it)")
         if args["--strict"]:
             n = total["unpricedTurns"]
             models = sorted({_model_label(p, m) for (p, m), row in tally.rollup("model").items()
-                             if row[-1]})
-            cli.warn(NAME, f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(models)} "
+                             if pricing.as_dict(row)["unpricedTurns"]})
+            _warn(f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(models)} "
                            f"(give their prices in '{prices.path}')")
             return cli.FAIL
     return cli.OK
@@ -102,10 +104,21 @@ def _count(tally, f, name, by, stream=False):
             group = scan.header["id"]
         add(entry, group)
     for note in scan.notes:
-        cli.warn(NAME, note)
+        _warn(note)
 
 
-def _all_sessions(tally, by):
+def _first_time(f, seen):
+    """Whether the open file f is counted for the first time (by device and inode:
+    a path given twice, a symlink or a hard link to a file already read is not)."""
+    st = os.fstat(f.fileno())
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def _all_sessions(tally, by, seen):
     """Every session file under the sessions directory; foreign files are skipped with a note."""
     from pantolib import paths
     from pantolib.errors import SessionError
@@ -114,10 +127,18 @@ def _all_sessions(tally, by):
         for path, _ in sorted(paths.list_dir(d)):
             try:
                 with open(path, "rb") as f:
-                    _count(tally, f, path, by)
+                    if _first_time(f, seen):
+                        _count(tally, f, path, by)
             except (SessionError, OSError) as e:
                 why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-                cli.warn(NAME, f"skipped '{path}': {why}" if isinstance(e, OSError) else f"skipped {why}")
+                _warn(f"skipped '{path}': {why}" if isinstance(e, OSError) else f"skipped {why}")
+
+
+def _warn(message):
+    """A note on stderr; file names and model ids in it come from files: shown, never executed."""
+    from pantolib.terminal import visible_line
+
+    cli.warn(NAME, visible_line(message))
 
 
 def _json(tally, by, total):
@@ -129,7 +150,7 @@ def _json(tally, by, total):
         d = as_dict(row)
         body = {k: d[k] for k in ("turns", "input", "output", "cacheRead", "cacheWrite",
                                   "reasoning", "picoUsd", "knownPicoUsd", "unpricedTurns",
-                                  "cacheWrite1h")}
+                                  "cacheWrite1h", "compactions")}
         return {**head, **body}
 
     doc = {"total": entry({}, tally.rollup("total")),
@@ -142,15 +163,18 @@ def _json(tally, by, total):
 
 
 def _table(tally, by, total):
+    """The report for people. Provider, model and session names come from the
+    files: every cell goes through visible_line, so none can move the cursor."""
     from pantolib.pricing import as_dict
+    from pantolib.terminal import visible_line as cell
 
     if by == "model":
         heads = ["PROVIDER", "MODEL"]
-        rows = [([p or "?", m or "?"], as_dict(r))
+        rows = [([cell(p or "?"), cell(m or "?")], as_dict(r))
                 for (p, m), r in sorted(tally.rollup("model").items(), key=_model_key)]
     else:
         heads = [by.upper()]
-        rows = [([str(g)], as_dict(r)) for g, r in sorted(tally.rollup("group").items(), key=_str_key)]
+        rows = [([cell(str(g))], as_dict(r)) for g, r in sorted(tally.rollup("group").items(), key=_str_key)]
     heads += ["TURNS"] + [h for _, h in TOKENS] + ["COST"]
     lines = [heads]
     for labels, d in rows:
@@ -200,10 +224,13 @@ EXAMPLE = """\
 # panto price table: save as ~/.config/panto/models.toml
 # (or $XDG_CONFIG_HOME/panto/models.toml), or pass it with --prices FILE.
 #
-# These are the providers' public list prices in USD per million tokens as
-# published in October 2025. Prices change: CHECK THEM against the
-# providers' pricing pages before you rely on a report. panto never prices
-# anything by itself; every number below is yours once you save this file.
+# The providers' public list prices (Standard tier, USD per million tokens)
+# of their current models, as their pricing pages gave them on the date in
+# each table's `checked`. Prices change: CHECK THEM against the `source`
+# pages before you rely on a report. panto never prices anything by itself;
+# every number below is yours once you save this file. Figures marked
+# "not confirmed" could not be read on the provider's own page: they come
+# from copies of it, or are derived as the comment says (see panto-cost(1)).
 #
 # One table per [provider."model-id"]; the model id must be the one your
 # sessions record (panto-cost lists them, "?" or unpriced when unknown).
@@ -212,112 +239,171 @@ EXAMPLE = """\
 #
 #   input, output              fresh input and output (output includes reasoning)
 #   cache_read                 prompt tokens read from the cache
-#   cache_write                prompt tokens written to the cache (5-minute TTL)
-#   cache_write_1h             the part written with a 1-hour TTL
+#   cache_write                prompt tokens written to the cache (Anthropic:
+#                              5-minute TTL; OpenAI: 30-minute retention)
+#   cache_write_1h             the part written with a 1-hour TTL (Anthropic)
 #   above_tokens               when a request's input + cache_read + cache_write
 #                              tokens exceed it, the whole request is priced at
 #   input_above, output_above, cache_read_above, cache_write_above,
 #   cache_write_1h_above       these rates instead
+#   context                    the context window, in tokens
+#   checked, source            when and where the figures were read (not used
+#                              for pricing)
+#
+# [[provider."model-id".changes]] tables hold dated price changes: from the
+# day `since` (UTC) on, the fields they name replace the ones above, so a
+# turn is always priced at the rates of its own day.
 
-[anthropic."claude-sonnet-4-5-20250929"]
-input = 3.00
-output = 15.00
-cache_read = 0.30
-cache_write = 3.75
-cache_write_1h = 6.00
-above_tokens = 200000       # the 1M-token context window
-input_above = 6.00
-output_above = 22.50
-cache_read_above = 0.60
-cache_write_above = 7.50
-cache_write_1h_above = 12.00
+# --- Anthropic ----------------------------------------------------------------
+# Long context is billed at the standard rates across the whole 1M window on
+# these models; only Haiku 5.5 has a long-prompt tier.
 
-[anthropic."claude-sonnet-4-20250514"]
-input = 3.00
-output = 15.00
-cache_read = 0.30
-cache_write = 3.75
-cache_write_1h = 6.00
-above_tokens = 200000
-input_above = 6.00
-output_above = 22.50
-cache_read_above = 0.60
-cache_write_above = 7.50
-cache_write_1h_above = 12.00
+[anthropic]
+source = "https://platform.claude.com/docs/en/about-claude/pricing"
 
-[anthropic."claude-opus-4-1-20250805"]
-input = 15.00
-output = 75.00
-cache_read = 1.50
-cache_write = 18.75
-cache_write_1h = 30.00
+# Flagship (released 2026-11-09).
+[anthropic."claude-fable-5-2"]
+input = 8.00
+output = 40.00
+cache_read = 0.20           # not confirmed (copies only): 0.025x input, as Fable 5.1
+cache_write = 10.00         # not confirmed (copies only): 1.25x input
+cache_write_1h = 16.00      # not confirmed (copies only): 2x input
+context = 1000000
+checked = 2026-12-01
 
-[anthropic."claude-opus-4-20250514"]
-input = 15.00
-output = 75.00
-cache_read = 1.50
-cache_write = 18.75
-cache_write_1h = 30.00
+# The one Anthropic suggests starting with for most work.
+[anthropic."claude-opus-5-5"]
+input = 4.00
+output = 20.00
+cache_read = 0.20
+cache_write = 5.00
+cache_write_1h = 8.00
+context = 1000000
+checked = 2026-12-01
 
-[anthropic."claude-3-5-haiku-20241022"]
-input = 0.80
-output = 4.00
-cache_read = 0.08
-cache_write = 1.00
-cache_write_1h = 1.60
-
-# OpenAI caches prompts by itself and bills no cache writes: a known 0.
-[openai.gpt-4o]
-input = 2.50
-output = 10.00
-cache_read = 1.25
-cache_write = 0
-
-[openai.gpt-4o-mini]
-input = 0.15
-output = 0.60
-cache_read = 0.075
-cache_write = 0
-
-[openai."gpt-4.1"]
+# Everyday. Cache reads were cut from $0.20 to $0.10 (0.05x input) on
+# 2026-10-07 (the date: not confirmed, from copies only).
+[anthropic."claude-sonnet-5-5"]
 input = 2.00
-output = 8.00
-cache_read = 0.50
-cache_write = 0
+output = 10.00
+cache_read = 0.20
+cache_write = 2.50
+cache_write_1h = 4.00
+context = 1000000
+checked = 2026-12-01
 
-[openai."gpt-4.1-mini"]
-input = 0.40
-output = 1.60
+[[anthropic."claude-sonnet-5-5".changes]]
+since = 2026-10-07
 cache_read = 0.10
-cache_write = 0
 
-[openai.o3]
+# Small (released 2026-10-07): requests whose prompt exceeds 100,000 tokens
+# are priced at the _above rates, every token of the request.
+[anthropic."claude-haiku-5-5"]
+input = 0.10
+output = 0.50
+cache_read = 0.01
+cache_write = 0.125
+cache_write_1h = 0.20
+above_tokens = 100000
+input_above = 0.50
+output_above = 2.50
+cache_read_above = 0.05     # not confirmed: 5x, as the other rates
+cache_write_above = 0.625
+cache_write_1h_above = 1.00 # not confirmed: 5x, as the other rates
+context = 1000000
+checked = 2026-12-01
+
+# --- OpenAI -------------------------------------------------------------------
+# GPT-5.6 and later bill cache writes (30-minute retention) at their own
+# rate. Above 272,000 input tokens a whole request costs 2x for input and
+# cache, 1.5x for output. 12-hour cache writes, Batch, Flex, Fast mode and
+# regional processing are billed otherwise and are not in this table.
+
+[openai]
+source = "https://developers.openai.com/api/docs/pricing"
+
+# Flagship (released 2026-11-17).
+[openai."gpt-6.2-astra"]
+input = 8.00
+output = 40.00
+cache_read = 0.40           # not confirmed: "60% cheaper" than GPT-6 Astra's $1.00
+cache_write = 10.00         # not confirmed: 1.25x input, as on the other GPT-6 models
+above_tokens = 272000       # the _above rates: not confirmed, the 2x / 1.5x rule
+input_above = 16.00
+output_above = 60.00
+cache_read_above = 0.80
+cache_write_above = 20.00
+context = 1050000           # at most 922,000 of them input
+checked = 2026-12-01
+
+# Everyday (released 2026-11-17).
+[openai."gpt-6.2-sol"]
+source = "https://developers.openai.com/api/docs/models/gpt-6.2-sol"
 input = 2.00
-output = 8.00
-cache_read = 0.50
-cache_write = 0
-
-[openai.o4-mini]
-input = 1.10
-output = 4.40
-cache_read = 0.275
-cache_write = 0
-
-[openai.gpt-5]
-input = 1.25
 output = 10.00
-cache_read = 0.125
-cache_write = 0
+cache_read = 0.10
+cache_write = 2.50
+above_tokens = 272000
+input_above = 4.00
+output_above = 15.00
+cache_read_above = 0.20
+cache_write_above = 5.00
+context = 1050000           # at most 922,000 of them input
+checked = 2026-12-01
 
-[openai.gpt-5-mini]
-input = 0.25
-output = 2.00
-cache_read = 0.025
-cache_write = 0
+# Not confirmed: every figure from copies of its model page only.
+[openai."gpt-6.1-terra"]
+input = 1.00
+output = 5.00
+cache_read = 0.05
+cache_write = 1.25
+above_tokens = 272000
+input_above = 2.00
+output_above = 7.50
+cache_read_above = 0.10
+cache_write_above = 2.50    # not confirmed: 2x, the long-context rule
+context = 1050000           # at most 922,000 of them input
+checked = 2026-12-01
 
-[openai.gpt-5-nano]
-input = 0.05
-output = 0.40
-cache_read = 0.005
-cache_write = 0
+# Small.
+[openai."gpt-6-luna"]
+source = "https://developers.openai.com/api/docs/models/gpt-6-luna"
+input = 0.10
+output = 0.50
+cache_read = 0.01
+cache_write = 0.125
+above_tokens = 272000
+input_above = 0.20
+output_above = 0.75
+cache_read_above = 0.02
+cache_write_above = 0.25
+context = 1050000           # at most 922,000 of them input
+checked = 2026-12-01
+
+# The GPT-5.6 generation (2026-07-09) is still served; Terra's prices were
+# cut on 2026-07-30 (Luna's too; Sol's were not). Not confirmed: the prices
+# before the cut, and output and cached input after it (copies only).
+[openai."gpt-5.6-terra"]
+input = 2.50
+output = 15.00
+cache_read = 0.25
+cache_write = 3.125         # 1.25x input, as the GPT-5.6 model pages say
+above_tokens = 272000
+input_above = 5.00
+output_above = 22.50
+cache_read_above = 0.50     # not confirmed: 2x, the long-context rule
+cache_write_above = 6.25    # not confirmed: 2x, the long-context rule
+context = 1050000
+checked = 2026-12-01
+
+[[openai."gpt-5.6-terra".changes]]
+since = 2026-07-30
+input = 2.00
+output = 12.00
+cache_read = 0.20
+cache_write = 2.50
+input_above = 4.00
+output_above = 18.00
+cache_read_above = 0.40
+cache_write_above = 5.00
 """

@@ -21,7 +21,7 @@ with no price), and a few turns have no usage. Same seed, same bytes.
 
 Command line:
 
-    bench/gen_sessions.py ROOT [--sessions N] [--size SIZE] [--seed S]
+    bench/gen_sessions.py ROOT [--sessions N] [--size SIZE] [--seed S] [--scale F]
 
 SIZE takes K, M and G suffixes (powers of 1024).
 """
@@ -114,12 +114,16 @@ def usage(rng, style, prompt_tokens):
     return {k: v for k, v in u.items() if v or k in ("input", "output")}
 
 
-def write_session(path, n_turns, rng, cwd, target_bytes=None, start_ms=None):
+def write_session(path, n_turns, rng, cwd, target_bytes=None, start_ms=None, scale=1.0):
     """Write one session file of n_turns prompts (or until target_bytes is passed).
 
+    `scale` multiplies every text's length (0.02 gives many small lines).
     Returns (bytes written, number of assistant entries).
     """
-    text = _text_for(rng)
+    corpus = _text_for(rng)
+
+    def text(n):
+        return corpus(max(8, int(n * scale)))
     ms = BASE_MS + rng.randrange(0, 90 * 86_400_000) if start_ms is None else start_ms
     provider, model, style = rng.choice(MODELS)
     ids, parent = set(), None
@@ -192,7 +196,7 @@ def write_session(path, n_turns, rng, cwd, target_bytes=None, start_ms=None):
     return size, n_assistant
 
 
-def make_tree(root, n_sessions, total_bytes, seed=0, n_dirs=None):
+def make_tree(root, n_sessions, total_bytes, seed=0, n_dirs=None, scale=1.0):
     """Write n_sessions sessions of about total_bytes in all under root; return their paths."""
     rng = random.Random(seed)
     n_dirs = n_dirs or max(1, min(50, n_sessions // 10))
@@ -206,7 +210,7 @@ def make_tree(root, n_sessions, total_bytes, seed=0, n_dirs=None):
         target = int(per * rng.uniform(0.5, 1.5))
         # the id is drawn inside write_session; write to a temporary name, then rename
         tmp = os.path.join(d, ".writing.jsonl")
-        write_session(tmp, 10**9, rng, cwd, target_bytes=target)
+        write_session(tmp, 10**9, rng, cwd, target_bytes=target, scale=scale)
         with open(tmp, "rb") as f:
             sid = orjson.loads(f.readline())["id"]
         path = os.path.join(d, sid + ".jsonl")
@@ -227,8 +231,9 @@ def main(argv=None):
     ap.add_argument("--sessions", type=int, default=200)
     ap.add_argument("--size", default="100M", help="total size, e.g. 100M or 1G")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scale", type=float, default=1.0, help="text length factor (0.02: small lines)")
     a = ap.parse_args(argv)
-    paths = make_tree(a.root, a.sessions, parse_size(a.size), a.seed)
+    paths = make_tree(a.root, a.sessions, parse_size(a.size), a.seed, scale=a.scale)
     total = sum(os.path.getsize(p) for p in paths)
     print(f"{len(paths)} sessions, {total / 1e6:.1f} MB under {a.root}", file=sys.stderr)
 

@@ -97,44 +97,99 @@ def read_header(path):
     return None
 
 
+_UUID = None
+
+
+def is_session_id(text):
+    """A session id is a UUID in its canonical 8-4-4-4-12 hex form (it names a file)."""
+    global _UUID
+    if _UUID is None:
+        import re
+
+        _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    return isinstance(text, str) and _UUID.fullmatch(text) is not None
+
+
 def _candidates(cwd):
     """Session files of this directory whose header cwd really is this directory."""
     out = []
     for path, st in list_dir(session_dir(cwd)):
         header = read_header(path)
-        if header is not None and header.get("cwd") == cwd:
+        if header is not None and header.get("cwd") == cwd and is_session_id(header["id"]):
             out.append((path, st, header))
     return out
 
 
 def last_session(cwd=None):
-    """The session of this directory with the most recent activity (mtime), or None."""
+    """The session of this directory with the most recent activity, or None.
+
+    Activity is the timestamp of a session's last entry (its mtime only when
+    no entry has a valid one), as panto-ls orders sessions: copying or
+    touching files does not change which one is the last.
+    """
+    from pantolib import scan
+
     cwd = os.getcwd() if cwd is None else cwd
-    found = _candidates(cwd)
-    if not found:
-        return None
-    return max(found, key=lambda c: (c[1].st_mtime_ns, c[0]))[0]
+    best = None
+    for path, st, header in _candidates(cwd):
+        try:
+            key = (scan.activity(scan.last_timestamp(path), st.st_mtime_ns), header["id"])
+        except OSError:
+            continue
+        if best is None or key > best[0]:
+            best = (key, path)
+    return None if best is None else best[1]
 
 
-def resolve(arg, cwd=None):
-    """A SESSION argument -> path: an existing path, an id, or a unique id prefix."""
+def _matching(directory, prefix):
+    """(id, path) of the sessions in a folder whose id starts with prefix.
+
+    Files are named by their header's id (panto-log append names them so);
+    the header is read to confirm it."""
+    out = []
+    for path, _ in list_dir(directory):
+        stem = os.path.basename(path)[:-len(SUFFIX)]
+        if not stem.startswith(prefix):
+            continue
+        header = read_header(path)
+        if header is not None and header["id"].startswith(prefix) and is_session_id(header["id"]):
+            out.append((header["id"], path))
+    return out
+
+
+def _one(found, arg):
+    exact = [f for f in found if f[0] == arg]
+    if exact or len(found) == 1:
+        return (exact or found)[0][1]
+    shown = sorted(found)[:10]
+    ids = ", ".join(f"{i} ({p})" for i, p in shown)
+    more = "" if len(found) <= 10 else f" and {len(found) - 10} more"
+    raise PantoError(f"session id '{arg}' is ambiguous: {ids}{more} (give more of it)")
+
+
+def resolve(arg, cwd=None, env=None):
+    """A SESSION argument -> the path of its file (SPEC §4.2).
+
+    An existing path is taken as it is. Otherwise arg is a session id or a
+    unique prefix of one, looked up in this directory's sessions folder
+    first, then among every directory's; an ambiguous prefix is an error
+    naming the candidates. An argument with `/` or `..` that is not an
+    existing path is refused (an id never has them).
+    """
     cwd = os.getcwd() if cwd is None else cwd
     if os.path.exists(arg):
         if os.path.isdir(arg):
             raise PantoError(f"'{arg}' is a directory, not a session file")
         return arg
-    if "/" in arg or ".." in arg or arg.endswith(SUFFIX):
+    if "/" in arg or ".." in arg or arg.endswith(SUFFIX) or "\0" in arg:
         raise PantoError(f"'{arg}': no such session file")
     if not arg:
         raise PantoError("empty session id")
-    found = [c for c in _candidates(cwd) if c[2]["id"].startswith(arg)]
-    exact = [c for c in found if c[2]["id"] == arg]
-    if exact:
-        return exact[0][0]
-    if not found:
-        raise PantoError(f"no session '{arg}' in {session_dir(cwd)} (see panto-ls)")
-    if len(found) > 1:
-        ids = ", ".join(sorted(c[2]["id"] for c in found)[:10])
-        more = "" if len(found) <= 10 else f" and {len(found) - 10} more"
-        raise PantoError(f"session id '{arg}' is ambiguous: {ids}{more}")
-    return found[0][0]
+    here = session_dir(cwd, env)
+    found = _matching(here, arg)
+    if found:
+        return _one(found, arg)
+    found = [f for d in all_dirs(env) if d != here for f in _matching(d, arg)]
+    if found:
+        return _one(found, arg)
+    raise PantoError(f"no session '{arg}' in {here} or any other directory's sessions (see panto-ls --all)")

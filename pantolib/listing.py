@@ -1,119 +1,52 @@
 """What `panto-ls` knows about a session file without parsing all of it.
 
-A summary is read from the header line, a count of message entries taken in
-large chunks of raw bytes, and the first user prompt. Summaries are cached
-under $XDG_CACHE_HOME/panto/ keyed by the file's identity, size and times,
-so an unchanged file is never read twice and a changed one always is.
+A summary (header, message count, first prompt, last name, last activity)
+comes from the byte scanner (scan.py). Summaries are cached in
+$XDG_CACHE_HOME/panto/ls-cache.json keyed by the file's identity, size and
+times, so an unchanged file is never read twice and a changed one always is.
+The cache holds first prompts and names: it is private (0600 in a 0700
+folder), and a cache that cannot be read or makes no sense is rebuilt.
 """
 import os
 
 import orjson
 
-from pantolib import paths
+from pantolib import paths, scan
 
-PROMPT_MAX = 200
-# panto and the seed write entries compactly, type first, with the message
-# object last but for its content: a message line starts with MESSAGE and
-# names its role within its first few hundred bytes. Quotes inside JSON
-# strings are escaped, so no earlier string can fake ROLE. Any other line
-# that mentions "message" is parsed, so hand-written entries count too.
-MESSAGE = b'{"type":"message",'
-ROLE = b'"message":{"role":"'
-ROLE_WINDOW = 1024
-CACHE_VERSION = 2
+CACHE_VERSION = 3
+CACHE_NAME = "ls-cache.json"
+_FIELDS = {"id": str, "cwd": str, "messages": int}
+_OPTIONAL = {"created": str, "firstPrompt": str, "name": str, "last": str}
 
-
-class NotASession(Exception):
-    pass
+NotASession = scan.NotASession
 
 
 def _key(st):
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _first_prompt(obj):
-    content = obj.get("message", {}).get("content", ())
-    for block in content if isinstance(content, list) else ():
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-            return block["text"][:PROMPT_MAX]
-    return None
-
-
-def _role_of(raw):
-    """The role of a message entry line that is not laid out as panto writes it."""
-    obj = _parse(raw)
-    if obj is not None and obj.get("type") == "message" and isinstance(obj.get("message"), dict):
-        return obj["message"].get("role")
-    return None
-
-
-def _epoch(iso):
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(iso).timestamp()
-    except (TypeError, ValueError):
-        return None
-
-
-def _parse(raw):
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return obj if type(obj) is dict else None
+def _valid(info):
+    if type(info) is not dict:
+        return False
+    for k, t in _FIELDS.items():
+        if type(info.get(k)) is not t:
+            return False
+    return all(info.get(k) is None or type(info[k]) is t for k, t in _OPTIONAL.items())
 
 
 def summarize(path):
-    """(header, message count, first prompt) of a session file, read cheaply.
-
-    The file is mapped, not read into lines: each line is looked at only at
-    its start. Only the header and the first user entry are parsed; a torn
-    last line is not counted.
-    """
-    import mmap
-
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            raise NotASession("not a panto session (empty file)")
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            end = data.find(b"\n", 0, 1 << 20)
-            header = _parse(data[:end + 1]) if end >= 0 else None
-            if not (header and header.get("type") == "session" and isinstance(header.get("id"), str)
-                    and isinstance(header.get("cwd"), str)):
-                raise NotASession("not a panto session")
-            prompt, count, start = None, 0, end + 1
-            find, n_message, n_role = data.find, len(MESSAGE), len(ROLE)
-            while True:
-                end = find(b"\n", start)
-                if end < 0:
-                    break  # the end, or a torn last line
-                role = None
-                if data[start:start + n_message] == MESSAGE:
-                    i = find(ROLE, start, start + ROLE_WINDOW) + n_role
-                    if n_role <= i < end:
-                        if data[i:i + 5] == b'user"':
-                            role = "user"
-                        elif data[i:i + 10] == b'assistant"':
-                            role = "assistant"
-                    else:
-                        role = _role_of(data[start:end])
-                elif find(b'"message"', start, end) >= 0:
-                    role = _role_of(data[start:end])
-                if role == "user" or role == "assistant":
-                    count += 1
-                    if prompt is None and role == "user":
-                        prompt = _first_prompt(_parse(data[start:end]) or {})
-                start = end + 1
-    return header, count, prompt
+    """The cacheable summary (a dict) of one session file."""
+    s = scan.summarize(path)
+    created = s.header.get("timestamp")
+    return {"id": s.header["id"], "cwd": s.header["cwd"], "created": created if isinstance(created, str) else None,
+            "messages": s.messages, "firstPrompt": s.prompt, "name": s.name, "last": s.last}
 
 
 class Lister:
     def __init__(self, env=None, warn=None):
         self.env = env
         self.warn = warn or (lambda msg: None)
-        self.cache_path = os.path.join(paths.cache_dir(env), "ls-cache.json")
+        self.cache_path = os.path.join(paths.cache_dir(env), CACHE_NAME)
         self.cache = self._load_cache()
         self.changed = False
 
@@ -127,55 +60,87 @@ class Lister:
             pass
         return {}
 
+    def _cached(self, path, key):
+        hit = self.cache.get(path)
+        if type(hit) is list and len(hit) == 2 and hit[0] == key and _valid(hit[1]):
+            return hit[1]
+        return None
+
     def save(self):
+        """Write the cache back if it changed: 0600 in a 0700 folder, whatever the umask."""
         if not self.changed:
             return
+        directory = os.path.dirname(self.cache_path)
+        tmp = f"{self.cache_path}.{os.getpid()}.tmp"
         try:
             from pantolib.session import make_dirs
 
-            make_dirs(os.path.dirname(self.cache_path))
-            tmp = f"{self.cache_path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(orjson.dumps({"version": CACHE_VERSION, "files": self.cache}))
+            make_dirs(directory)
+            os.chmod(directory, 0o700)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            try:
+                os.fchmod(fd, 0o600)
+                data = orjson.dumps({"version": CACHE_VERSION, "files": self.cache})
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
             os.replace(tmp, self.cache_path)
         except OSError:
-            pass  # a cache that cannot be written is only slower
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass   # a cache that cannot be written only costs speed
 
     def sessions(self, directories, cwd=None):
-        """Summaries (dicts) of the session files in these folders; cwd filters by header."""
+        """Summaries (dicts) of the session files in these folders, most
+        recently active first; cwd keeps only the sessions of that directory."""
         out, listed, seen = [], set(), set()
         for directory in directories:
             for path, st in paths.list_dir(directory):
                 seen.add(path)
                 key = _key(st)
-                hit = self.cache.get(path)
-                if hit is not None and hit[0] == key:
-                    info = hit[1]
-                else:
+                info = self._cached(path, key)
+                if info is None:
                     try:
-                        header, count, prompt = summarize(path)
+                        info = summarize(path)
                     except NotASession as e:
                         self.warn(f"'{path}': {e}, skipped")
                         continue
                     except OSError as e:
                         self.warn(f"'{path}': {e.strerror or e}, skipped")
                         continue
-                    created = header.get("timestamp")
-                    created = created if isinstance(created, str) else None
-                    info = {"id": header["id"], "cwd": header["cwd"], "created": created,
-                            "createdEpoch": _epoch(created), "messages": count, "firstPrompt": prompt}
                     self.cache[path] = [key, info]
                     self.changed = True
+                if not paths.is_session_id(info["id"]):
+                    self.warn(f"'{path}': the session id in its header is not a UUID, skipped")
+                    continue
                 if cwd is not None and info["cwd"] != cwd:
                     continue
-                out.append(dict(info, path=path, mtime=st.st_mtime_ns))
+                out.append(dict(info, path=path, mtime=st.st_mtime_ns,
+                                active=scan.activity(info["last"], st.st_mtime_ns)))
             listed.add(directory)
         gone = [p for p in self.cache if p not in seen and os.path.dirname(p) in listed]
         for path in gone:  # files deleted since: forget them
             del self.cache[path]
         self.changed |= bool(gone)
-        out.sort(key=lambda s: (s["mtime"], s["id"]), reverse=True)
+        out.sort(key=lambda s: (s["active"], s["id"]), reverse=True)
         return out
+
+
+def local_time(epoch):
+    """`YYYY-MM-DD HH:MM` in local time, `?` when unknown."""
+    import time
+
+    if epoch is None:
+        return "?"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
+
+
+def title(s):
+    """What a listing calls a session: its last name, else its first prompt."""
+    return s["name"] if s.get("name") is not None else s.get("firstPrompt")
 
 
 def unique_prefixes(ids, least=8):

@@ -24,7 +24,8 @@ def entry(eid, parent, role, text, t="2026-04-25T17:40:16.000Z"):
 
 
 def make(cwd, sid, prompt="first prompt", turns=1, created="2026-04-25T17:40:15.990Z",
-         mtime=None, system=True, extra=b""):
+         mtime=None, system=True, extra=b"", last="2026-04-25T17:40:16.000Z"):
+    """A session file; its entries are stamped `last` (its last activity)."""
     cwd = str(cwd)
     d = paths.session_dir(cwd)
     os.makedirs(d, mode=0o700, exist_ok=True)
@@ -35,8 +36,8 @@ def make(cwd, sid, prompt="first prompt", turns=1, created="2026-04-25T17:40:15.
         parent = "5y5y5y5y"
     for i in range(turns):
         u, a = f"{i:04x}aaaa", f"{i:04x}bbbb"
-        out.append(entry(u, parent, "user", prompt if i == 0 else f"later question {i}"))
-        out.append(entry(a, u, "assistant", f"answer {i}"))
+        out.append(entry(u, parent, "user", prompt if i == 0 else f"later question {i}", last))
+        out.append(entry(a, u, "assistant", f"answer {i}", last))
         parent = a
     p = os.path.join(d, sid + ".jsonl")
     with open(p, "wb") as f:
@@ -88,17 +89,38 @@ def test_lists_only_this_directory_by_header_cwd(isolated, tmp_path):
 
 
 def test_most_recent_activity_first(isolated):
+    """Activity is the last entry's timestamp: mtimes that say otherwise (a copy,
+    a sync, a touch) do not reorder sessions (SPEC §4.2, §7)."""
     now = time.time()
-    make(isolated, A, prompt="created first, used last", mtime=now)
-    make(isolated, C, prompt="created last, used first", mtime=now - 3600)
-    assert [r[4] for r in rows(ls())] == ["created first, used last", "created last, used first"]
+    make(isolated, A, prompt="created first, used last", mtime=now - 3600, last="2026-04-26T12:00:00.000Z")
+    make(isolated, C, prompt="created last, used first", mtime=now, created="2026-04-25T18:00:00.000Z",
+         last="2026-04-25T18:00:01.000Z")
+    want = ["created first, used last", "created last, used first"]
+    assert [r[4] for r in rows(ls())] == want
     os.utime(paths.session_dir(str(isolated)) + f"/{C}.jsonl", (now + 60, now + 60))
-    assert [r[4] for r in rows(ls())][0] == "created last, used first"
+    assert [r[4] for r in rows(ls())] == want
+    assert [s["id"] for s in as_json(ls("--json"))] == [A, C]
+    assert as_json(ls("--json"))[0]["lastActive"] == "2026-04-26T12:00:00.000Z"
+    # --last agrees with the listing
+    p = run(["panto-log", "replay", "--last"])
+    assert orjson.loads(p.stdout.splitlines()[0])["id"] == A
+
+
+def test_mtime_counts_only_when_no_entry_has_a_valid_timestamp(isolated):
+    now = time.time()
+    make(isolated, A, prompt="stamped", last="2026-04-26T12:00:00.000Z", mtime=now)
+    make(isolated, C, prompt="bad stamps", last="not a time", mtime=now - 60, system=False)
+    make(isolated, B, turns=0, system=False, mtime=now - 30)
+    # A: 2026-04-26; C and B fall back to their mtimes, which are later
+    assert [r[4] for r in rows(ls())] == ["", "bad stamps", "stamped"]
+    p = run(["panto-log", "replay", "--last"])
+    assert orjson.loads(p.stdout.splitlines()[0])["id"] == B
 
 
 def test_columns_and_local_times(isolated):
     mtime = 1777199400  # 2026-04-26T10:30:00Z
-    make(isolated, C, prompt="what files are here?", turns=2, mtime=mtime)
+    make(isolated, C, prompt="what files are here?", turns=2, mtime=mtime - 86400,
+         last="2026-04-26T10:30:00.000Z")
     env = dict(os.environ, TZ="XYZ-5")                      # UTC+5, no tz database needed
     p = ls(env=env)
     line = p.stdout.decode().rstrip("\n")
@@ -106,7 +128,7 @@ def test_columns_and_local_times(isolated):
     assert len(cols) == 5, cols
     assert cols[0] == C[:8]
     assert cols[1] == "2026-04-25 22:40"                     # 17:40:15Z in UTC+5
-    assert cols[2] == "2026-04-26 15:30"                     # mtime in UTC+5
+    assert cols[2] == "2026-04-26 15:30"                     # the last entry's time in UTC+5
     assert cols[3] == "4 messages"
     assert cols[4] == "what files are here?"
     utc = rows(ls(env=dict(os.environ, TZ="UTC0")))[0]
@@ -114,10 +136,9 @@ def test_columns_and_local_times(isolated):
 
 
 def test_shortest_unique_prefix_of_at_least_8(isolated):
-    now = time.time()
-    make(isolated, A, mtime=now)
-    make(isolated, B, mtime=now - 1)
-    make(isolated, C, mtime=now - 2)
+    make(isolated, A, last="2026-04-25T17:40:19.000Z")
+    make(isolated, B, last="2026-04-25T17:40:18.000Z")
+    make(isolated, C, last="2026-04-25T17:40:17.000Z")
     got = [r[0] for r in rows(ls())]
     assert got == ["0199aaaa-bbbb", "0199aaaa-bbbc", "0199cccc"]
     for prefix, sid in zip(got, (A, B, C)):                 # every prefix names its session

@@ -1,0 +1,359 @@
+"""The fast byte scanner of session files: what `panto-ls` lists and what
+`panto-ls --grep` finds, read from raw bytes in large chunks.
+
+Per-line Python work is what costs on files of many small lines, so a file
+is looked at with a few C-speed passes over its bytes (a regular expression
+with a literal prefix, `bytes.lower`, `bytes.find`) and only the lines that
+matter are parsed: the header, the first user prompt, the last entry, the
+last `sessionInfo`, and the lines a search may match.
+
+The byte patterns lean on how panto writes entries (compact JSON, `type`
+first, the message object's `role` first, SPEC §3). Inside a JSON string a
+quote is always escaped, so `"message"` in the raw bytes is a key or a
+string that is exactly `message`, never a piece of longer text. A file laid
+out otherwise (written by another tool) is read line by line instead, so the
+counts are the same either way; what a line *is* is decided by
+`stream.classify`.
+"""
+import os
+import re
+
+import orjson
+
+from pantolib import stream
+
+CHUNK = 1 << 23
+PROMPT_MAX = 200
+TAIL_LINES = 64
+# One pass finds every "message" key or value, with the first letter of the
+# role when the key opens a message object as panto writes it
+# ({"type":"message",...,"message":{"role":"u...), and every "sessionInfo"
+# (captured as I). A message line laid out so has exactly two "message"s.
+_MESSAGE = re.compile(rb'"(?:message"(?::\{"role":"|)|session(?=Info"))([a-zI]?)')
+_ROLES = {b"u": "user", b"a": "assistant", b"s": "system"}
+_INFO = b'"sessionInfo"'
+
+
+class NotASession(Exception):
+    pass
+
+
+class Summary:
+    """What the listing shows of one session file."""
+
+    __slots__ = ("header", "messages", "prompt", "name", "last")
+
+    def __init__(self, header):
+        self.header = header
+        self.messages = 0     # user + assistant entries
+        self.prompt = None    # the first user entry's first text
+        self.name = None      # the last sessionInfo name
+        self.last = None      # the last entry's timestamp (ISO string), if valid
+
+
+def parse(raw):
+    """A line's object, or None if it is not a JSON object."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if type(obj) is dict else None
+
+
+def kind(obj):
+    """stream.classify without the exception: HEADER, ENTRY, BARE or None."""
+    if obj is None:
+        return None
+    try:
+        return stream.classify(obj)
+    except ValueError:
+        return None
+
+
+def epoch(iso):
+    """Seconds since the epoch of an ISO 8601 timestamp, or None if it is not one."""
+    from datetime import datetime, timezone
+
+    if not isinstance(iso, str) or len(iso) < 10:
+        return None
+    try:
+        t = datetime.fromisoformat(iso)
+    except ValueError:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    return t.timestamp()
+
+
+def role_of(obj):
+    """The role of a message entry, or None for anything else."""
+    if kind(obj) == stream.ENTRY and obj.get("type") == "message":
+        return obj["message"]["role"]
+    return None
+
+
+def first_text(obj):
+    for block in obj["message"]["content"]:
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            return block["text"][:PROMPT_MAX]
+    return None
+
+
+def chunks(f, size=CHUNK):
+    """(buffer, end) pieces of a file, cut after a line feed: buffer[:end] is
+    whole lines (each piece but the first starts with the line feed that ends
+    the line before, so a pattern anchored on b"\\n" sees every line start).
+    A last line without its line feed (torn) is never in buffer[:end]."""
+    carry = b""
+    while True:
+        data = f.read(size)
+        buf = carry + data if carry else data
+        cut = buf.rfind(b"\n")
+        if not data:
+            if cut >= 0:
+                yield buf, cut + 1
+            return
+        if cut < 0:
+            carry = buf
+            continue
+        yield buf, cut + 1
+        carry = buf[cut:]
+
+
+def _header(f):
+    first = f.readline(1 << 20)
+    obj = parse(first) if first.endswith(b"\n") else None
+    if kind(obj) != stream.HEADER:
+        raise NotASession("not a panto session" if first else "not a panto session (empty file)")
+    return obj, len(first) - 1     # the offset of the header's line feed
+
+
+def _line_at(buf, i, end):
+    start = buf.rfind(b"\n", 0, i) + 1
+    stop = buf.find(b"\n", i, end)
+    return buf[start:stop if stop >= 0 else end], stop
+
+
+def summarize(path):
+    """The Summary of a session file; NotASession if its first line is no header."""
+    with open(path, "rb") as f:
+        header, at = _header(f)
+        s = Summary(header)
+        f.seek(at)
+        counts = {"user": 0, "assistant": 0, "system": 0}
+        plain = True   # every message line laid out as panto writes it
+        info = False
+        for buf, end in chunks(f):
+            found = _MESSAGE.findall(buf, 0, end)
+            infos = found.count(b"I")
+            roles = len(found) - infos - found.count(b"")
+            if 2 * roles != len(found) - infos:
+                plain = False
+                break
+            for letter, role in _ROLES.items():
+                counts[role] += found.count(letter)
+            if s.prompt is None and counts["user"]:
+                s.prompt = _first_prompt(buf, end)
+            info = info or infos > 0
+        if not plain:
+            f.seek(at)
+            s.prompt = None
+            return _summarize_lines(f, s)
+        s.messages = counts["user"] + counts["assistant"]
+        if info:
+            f.seek(at)
+            s.name = _last_name(f)
+        s.last = _last_timestamp(f)
+    return s
+
+
+def _first_prompt(buf, end):
+    i = 0
+    pattern = b'"message":{"role":"user"'
+    while (i := buf.find(pattern, i, end)) >= 0:
+        raw, stop = _line_at(buf, i, end)
+        obj = parse(raw)
+        if role_of(obj) == "user" and first_text(obj) is not None:
+            return first_text(obj)
+        i = stop if stop >= 0 else end
+    return None
+
+
+def _last_name(f):
+    name = None
+    for buf, end in chunks(f):
+        i = 0
+        while (i := buf.find(_INFO, i, end)) >= 0:
+            raw, stop = _line_at(buf, i, end)
+            obj = parse(raw)
+            if kind(obj) == stream.ENTRY and obj.get("type") == "sessionInfo" and isinstance(obj.get("name"), str):
+                name = obj["name"]
+            i = stop if stop >= 0 else end
+    return name
+
+
+def last_timestamp(path):
+    """The timestamp of a session's last entry that has a valid one, or None."""
+    with open(path, "rb") as f:
+        return _last_timestamp(f)
+
+
+def activity(last, mtime_ns):
+    """When a session was last active, as epoch seconds: its last entry's
+    timestamp, the file's mtime only when no entry has a valid one (SPEC §4.2)."""
+    t = epoch(last)
+    return mtime_ns / 1e9 if t is None else t
+
+
+def _last_timestamp(f):
+    size = f.seek(0, os.SEEK_END)
+    pos, tail = size, b""
+    while pos > 0:
+        step = min(pos, 1 << 16)
+        pos -= step
+        f.seek(pos)
+        tail = f.read(step) + tail
+        lines = tail.split(b"\n")
+        complete = lines[1:-1] if pos > 0 else lines[:-1]   # the last piece is torn or empty
+        for raw in reversed(complete[-TAIL_LINES:]):
+            obj = parse(raw)
+            k = kind(obj)
+            if k == stream.HEADER:
+                return None
+            if k == stream.ENTRY and epoch(obj["timestamp"]) is not None:
+                return obj["timestamp"]
+        if len(complete) >= TAIL_LINES:
+            return None
+    return None
+
+
+def _summarize_lines(f, s):
+    """The careful way, for files not laid out as panto writes them."""
+    for buf, end in chunks(f):
+        for raw in buf[:end].split(b"\n"):
+            if not raw.strip():
+                continue
+            obj = parse(raw)
+            k = kind(obj)
+            if k != stream.ENTRY:
+                continue
+            t = obj.get("type")
+            if t == "message":
+                role = obj["message"]["role"]
+                if role in ("user", "assistant"):
+                    s.messages += 1
+                if role == "user" and s.prompt is None:
+                    s.prompt = first_text(obj)
+            elif t == "sessionInfo" and isinstance(obj.get("name"), str):
+                s.name = obj["name"]
+            if epoch(obj["timestamp"]) is not None:
+                s.last = obj["timestamp"]
+    return s
+
+
+# -- searching ----------------------------------------------------------------
+
+MAX_VARIANTS = 16
+
+
+def _forms(ch):
+    """The JSON bytes of a character and of its other cases, lowercased as
+    bytes.lower() lowers ASCII (non-ASCII letters are left as they are)."""
+    out = []
+    for c in {ch, ch.lower(), ch.upper(), ch.title(), ch.casefold()}:
+        if len(c) == 1 and c.lower() == ch.lower():
+            b = orjson.dumps(c)[1:-1].lower()
+            if b not in out:
+                out.append(b)
+    return sorted(out)
+
+
+class Needle:
+    """TEXT as panto writes it in a session file, for a case-insensitive search.
+
+    The raw bytes are lowered (ASCII) and searched for every spelling of the
+    text's non-ASCII letters in their cases (`CAFÉ` is looked for as `café`
+    and `cafÉ`); a hit only makes its line a candidate, which is parsed and
+    checked (`matches`) on the message's text itself.
+    """
+
+    def __init__(self, text):
+        self.text = text
+        self.folded = text.lower()
+        variants = [b""]
+        self.literals = None
+        for ch in text:
+            forms = _forms(ch)
+            if len(variants) * len(forms) > MAX_VARIANTS:
+                variants = None
+                break
+            variants = [v + f for v in variants for f in forms]
+        if variants is None:
+            # too many spellings: search for the longest run of one spelling
+            best, run = b"", b""
+            for ch in text:
+                forms = _forms(ch)
+                run = run + forms[0] if len(forms) == 1 else b""
+                best = max(best, run, key=len)
+            variants = [best]
+        self.literals = variants
+
+    def find(self, low, start, end):
+        """The first position of a candidate in lowered bytes, or -1."""
+        best = -1
+        for lit in self.literals:
+            i = low.find(lit, start, end if best < 0 else min(end, best + len(lit)))
+            if i >= 0 and (best < 0 or i < best):
+                best = i
+        return best
+
+    def matches(self, text):
+        return self.folded in text.lower()
+
+
+def searchable(obj):
+    """The texts of a message entry a search looks in: text blocks, tool
+    names and inputs, tool results (thinking and signatures are not)."""
+    if kind(obj) != stream.ENTRY or obj.get("type") != "message":
+        return
+    for block in obj["message"]["content"]:
+        t = block.get("type")
+        if t == "text":
+            yield block["text"]
+        elif t == "toolUse":
+            yield block["name"]
+            yield block["input"]
+        elif t == "toolResult":
+            yield block["content"]
+
+
+def snippet(text, needle, width=80):
+    """One line of at most `width` characters around the first match."""
+    from pantolib import terminal
+
+    i = max(0, text.lower().find(needle.folded))
+    before = max(0, i - max(0, width - len(needle.text)) // 3)
+    piece = text[before:before + width * 2]
+    line = " ".join(terminal.visible_line(piece).split())
+    if before > 0:
+        line = "…" + line
+    if len(line) > width:
+        line = line[:width - 1] + "…"
+    return line
+
+
+def grep(path, needle):
+    """The first snippet of the file's message text that matches, or None."""
+    with open(path, "rb") as f:
+        _, at = _header(f)
+        f.seek(at)
+        for buf, end in chunks(f):
+            low = buf.lower()
+            i = 0
+            while (i := needle.find(low, i, end)) >= 0:
+                raw, stop = _line_at(buf, i, end)
+                for text in searchable(parse(raw)):
+                    if needle.matches(text):
+                        return snippet(text, needle)
+                i = stop if stop >= 0 else end
+    return None

@@ -1,7 +1,33 @@
 """A session held in memory: the path through its entry tree, the messages
 on that path, the active model and the tool uses still waiting for results."""
 from pantolib import stream
-from pantolib.errors import SessionError
+from pantolib.errors import PantoError, SessionError
+
+
+def chain(parent_of, entry_id):
+    """Ids from the root to entry_id, following parent_of (id -> parentId).
+    A parent that is not there (or a loop) ends the chain at that entry."""
+    out, seen, cur = [], set(), entry_id
+    while cur is not None and cur in parent_of and cur not in seen:
+        seen.add(cur)
+        out.append(cur)
+        cur = parent_of[cur]
+    out.reverse()
+    return out
+
+
+def find_entry(ids, prefix, name="the session"):
+    """The id among ids that is prefix or the only one starting with it;
+    an unknown or ambiguous prefix is an error naming the candidates."""
+    if prefix in ids:
+        return prefix
+    found = sorted(i for i in ids if isinstance(i, str) and i.startswith(prefix)) if prefix else []
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise PantoError(f"no entry '{prefix}' in {name} (see panto-log tree)")
+    more = "" if len(found) <= 10 else f" and {len(found) - 10} more"
+    raise PantoError(f"entry id '{prefix}' is ambiguous in {name}: {', '.join(found[:10])}{more}")
 
 
 class Session:
@@ -41,14 +67,12 @@ class Session:
 
     def path(self):
         """Entries from the root to the leaf, following parentId."""
-        out, seen, cur = [], set(), self.leaf
-        while cur is not None and cur in self.by_id and cur not in seen:
-            seen.add(cur)
-            entry = self.by_id[cur]
-            out.append(entry)
-            cur = entry.get("parentId")
-        out.reverse()
-        return out
+        return self.path_to(self.leaf)
+
+    def path_to(self, entry_id):
+        """Entries from the root to entry_id (a branch point, say), following parentId."""
+        parents = _Parents(self.by_id)
+        return [self.by_id[i] for i in chain(parents, entry_id)]
 
     def message_entries(self):
         return [e for e in self.path() if e.get("type") == "message"]
@@ -82,3 +106,18 @@ class Session:
         if leaf is None or leaf["message"]["role"] != "assistant":
             return []
         return [b for b in leaf["message"]["content"] if b.get("type") == "toolUse"]
+
+
+class _Parents:
+    """id -> parentId over a by_id map, without building a second dict."""
+
+    __slots__ = ("by_id",)
+
+    def __init__(self, by_id):
+        self.by_id = by_id
+
+    def __contains__(self, entry_id):
+        return entry_id in self.by_id
+
+    def __getitem__(self, entry_id):
+        return self.by_id[entry_id].get("parentId")

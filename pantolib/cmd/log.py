@@ -1,8 +1,11 @@
-"""Keep sessions on disk: append a stream durably, or replay a session file.
+"""Keep sessions on disk: append a stream durably, replay, branch, read or name a session.
 
 Usage:
   panto-log append [FILE]
-  panto-log replay [--no-repair] [SESSION | --last]
+  panto-log replay [--no-repair] [--at=ID] [SESSION | --last]
+  panto-log tree [--json] [SESSION | --last | -]
+  panto-log show [--at=ID | --all] [SESSION | --last | -]
+  panto-log name TITLE [SESSION | --last]
   panto-log -h | --help
   panto-log --version
 
@@ -13,9 +16,19 @@ Commands:
   replay        Recover a session file (cut a torn tail) and print its lines.
                 SESSION is a path, a session id or a unique id prefix; without
                 one, or with --last, the most recently active session here.
+                With --at, only the header and the entries on the path from
+                the root to entry ID: what is appended next branches there.
+  tree          One line per entry, as a tree: id (* on the active path),
+                role indented by fork depth, time, first line of text.
+  show          The active path (or --at ID's path, or --all entries) as
+                Markdown for people; `-` reads a stream on stdin.
+  name          Name the session: append a sessionInfo entry with TITLE.
 
 Options:
   --no-repair   Read without cutting a torn tail; say on stderr what would go.
+  --at=ID       An entry id, or a unique prefix of one.
+  --json        One JSON object per entry instead of tab-separated lines.
+  --all         Every entry in file order, not just the active path.
   --last        The session of this directory with the most recent activity.
   -h --help     Show this help.
   --version     Show the version.
@@ -33,7 +46,13 @@ def main(argv=None):
     args = cli.parse(__doc__, argv)
     if args["append"]:
         return append(args["FILE"])
-    return replay(args["SESSION"], args["--no-repair"])
+    if args["tree"]:
+        return tree(args["SESSION"], args["--json"])
+    if args["show"]:
+        return show(args["SESSION"], args["--at"], args["--all"])
+    if args["name"]:
+        return name(args["TITLE"], args["SESSION"])
+    return replay(args["SESSION"], args["--no-repair"], args["--at"])
 
 
 def append(path):
@@ -70,18 +89,12 @@ def append(path):
     return cli.OK
 
 
-def replay(arg, no_repair):
+def replay(arg, no_repair, at=None):
     import fcntl
 
-    from pantolib import paths, session
-    from pantolib.errors import PantoError
+    from pantolib import session
 
-    if arg is None:
-        path = paths.last_session()
-        if path is None:
-            raise PantoError(f"no sessions in {paths.session_dir()} (start one with panto-send)")
-    else:
-        path = paths.resolve(arg)
+    path = _session_path(arg)
     session.check_path(path)
     r = session.scan(path)
     if r.end < r.size:
@@ -98,8 +111,23 @@ def replay(arg, no_repair):
                 os.close(fd)
             if cut:
                 cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({cut} bytes)")
+    if at is not None:
+        return replay_at(path, r.end, at)
     _copy(path, r.end)
     return cli.OK
+
+
+def _session_path(arg):
+    """SESSION or --last (None) -> the path of a session file (SPEC §4.2)."""
+    from pantolib import paths
+    from pantolib.errors import PantoError
+
+    if arg is None:
+        path = paths.last_session()
+        if path is None:
+            raise PantoError(f"no sessions in {paths.session_dir()} (start one with panto-send)")
+        return path
+    return paths.resolve(arg)
 
 
 def _copy(path, length):
@@ -126,3 +154,208 @@ def _copy(path, length):
                 break
             out.write(chunk)
             offset += len(chunk)
+
+
+# -- branches: replay --at, tree, show, name ------------------------------------
+
+
+def _bounded(f, length):
+    """The lines of a file within its first `length` bytes (the valid part)."""
+    n = 0
+    for raw in f:
+        if n >= length:
+            return
+        if n + len(raw) > length:
+            raw = raw[:length - n]
+        n += len(raw)
+        yield raw
+
+
+class _Source:
+    """The lines of a session file (its valid part, read-only) or of stdin,
+    readable twice: a file is read again, a stream is kept."""
+
+    def __init__(self, arg):
+        from pantolib import session, stream
+
+        self.stdin = arg == "-"
+        if self.stdin:
+            self.name = "<stdin>"
+            self.kept = list(stream.read(cli.stdin()))
+            return
+        self.name = _session_path(arg)
+        session.check_path(self.name)
+        r = session.scan(self.name)
+        if r.end < r.size:
+            cli.warn(NAME, f"{self.name}:{r.cut_line}: a torn tail is left out "
+                           f"(panto-log replay repairs it)")
+        self.end = r.end
+
+    def lines(self):
+        from pantolib import stream
+
+        if self.stdin:
+            yield from self.kept
+            return
+        with open(self.name, "rb") as f:
+            yield from stream.read(_bounded(f, self.end), self.name)
+
+
+def _parents(lines):
+    """(header, id -> parentId, leaf) of a stream's lines."""
+    from pantolib import stream
+
+    header, parent_of, leaf = None, {}, None
+    for line in lines:
+        if line.kind == stream.HEADER:
+            header = line.obj
+        elif line.kind == stream.ENTRY:
+            parent_of[line.obj["id"]] = line.obj.get("parentId")
+            leaf = line.obj["id"]
+    return header, parent_of, leaf
+
+
+def replay_at(path, length, at):
+    """Print the header and the entries on the path from the root to entry `at`."""
+    from pantolib import conversation, stream
+
+    src = _Source.__new__(_Source)
+    src.stdin, src.name, src.end = False, path, length
+    _, parent_of, _ = _parents(src.lines())
+    target = conversation.find_entry(parent_of, at, f"'{path}'")
+    keep = set(conversation.chain(parent_of, target))
+    out = cli.stdout()
+    for line in src.lines():
+        if line.kind == stream.HEADER or line.obj.get("id") in keep:
+            out.write(line.raw)
+    return cli.OK
+
+
+def _first_line(obj):
+    """A one-line summary of an entry's text, for tree."""
+    t = obj.get("type")
+    if t == "message":
+        for block in obj["message"]["content"]:
+            bt = block.get("type")
+            if bt == "text":
+                text = block["text"]
+            elif bt == "toolUse":
+                text = f"[{block['name']}] {block['input']}"
+            elif bt == "toolResult":
+                text = "[result] " + block["content"]
+            else:
+                continue
+            for line in text.split("\n"):
+                if line.strip():
+                    return line.strip()
+        return ""
+    value = obj.get("summary") if t == "compaction" else obj.get("name") if t == "sessionInfo" else None
+    if isinstance(value, str):
+        return next((x.strip() for x in value.split("\n") if x.strip()), "")
+    return ""
+
+
+def tree(arg, as_json):
+    """One line per entry in tree order: depth counts forks, not ancestors."""
+    from pantolib import conversation, listing, scan, stream, terminal
+
+    src = _Source(arg)
+    rows, children, roots = {}, {}, []
+    leaf = None
+    for line in src.lines():
+        if line.kind != stream.ENTRY:
+            continue
+        obj = line.obj
+        eid = obj["id"]
+        if eid in rows:
+            continue
+        role = obj["message"]["role"] if obj.get("type") == "message" else None
+        rows[eid] = (obj.get("parentId"), obj.get("type"), role, obj["timestamp"], _first_line(obj))
+        leaf = eid
+    for eid, row in rows.items():
+        parent = row[0]
+        if parent in rows and parent != eid:
+            children.setdefault(parent, []).append(eid)
+        else:
+            roots.append(eid)
+    active = set(conversation.chain({k: v[0] for k, v in rows.items()}, leaf)) if leaf else set()
+    out = cli.stdout()
+    seen = set()
+    buf = []
+    for start in roots + list(rows):
+        if start in seen:
+            continue
+        stack = [(start, 0)]
+        while stack:
+            eid, depth = stack.pop()
+            if eid in seen:
+                continue
+            seen.add(eid)
+            parent, etype, role, ts, text = rows[eid]
+            if as_json:
+                import orjson
+
+                buf.append(orjson.dumps({"id": eid, "parentId": parent, "depth": depth, "type": etype,
+                                         "role": role, "timestamp": ts, "text": text,
+                                         "active": eid in active}) + b"\n")
+            else:
+                cells = [terminal.visible_line(eid) + ("*" if eid in active else ""),
+                         "  " * depth + terminal.visible_line(role or etype or "?"),
+                         listing.local_time(scan.epoch(ts)), terminal.visible_line(text)[:100]]
+                buf.append(("\t".join(cells) + "\n").encode("utf-8", "replace"))
+            kids = children.get(eid, ())
+            # the first child stays at this depth, each later one a level deeper
+            for i in range(len(kids) - 1, -1, -1):
+                stack.append((kids[i], depth + (1 if i else 0)))
+            if len(buf) >= 256:
+                out.write(b"".join(buf))
+                buf.clear()
+    out.write(b"".join(buf))
+    return cli.OK
+
+
+def show(arg, at, every):
+    """The active path (or --at's, or every entry) as Markdown."""
+    import sys
+
+    from pantolib import conversation, stream, terminal, transcript
+
+    src = _Source(arg)
+    keep = None
+    if not every:
+        _, parent_of, leaf = _parents(src.lines())
+        target = leaf if at is None else conversation.find_entry(parent_of, at, f"'{src.name}'")
+        keep = set(conversation.chain(parent_of, target)) if target else set()
+    tty = sys.stdout.isatty()     # a person reads it: no escape sequence may act
+    out = cli.stdout()
+
+    def write(text):
+        out.write((terminal.visible(text) if tty else text).encode("utf-8", "replace"))
+
+    for line in src.lines():
+        if line.kind == stream.HEADER:
+            write(transcript.header(line.obj))
+        elif line.kind == stream.ENTRY and (keep is None or line.obj["id"] in keep):
+            write(transcript.entry(line.obj))
+    return cli.OK
+
+
+def name(title, arg):
+    """Append a sessionInfo entry naming the session, durably, as append does."""
+    from pantolib import session, stream
+    from pantolib.errors import PantoError
+
+    if arg == "-":
+        raise PantoError("a name is written into a session file, not a stream (give SESSION or --last)")
+    if not title.strip():
+        raise PantoError("a session name cannot be empty")
+    path = _session_path(arg)
+    obj = {"type": "sessionInfo", "name": title}
+    line = stream.Line(stream.dumps(obj), obj, stream.BARE)
+    writer = session.Writer(path)
+    try:
+        writer.feed(line)
+        writer.finish()
+    finally:
+        writer.close()
+    return cli.OK

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """panto-ls --all over many sessions vs parsing every line with orjson.
 
-    bench/bench_ls.py [--sessions 10000] [--size 1G] [--repeat R] [--seed S] [--keep DIR]
+    bench/bench_ls.py [--sessions 10000] [--size 1G] [--scale 0.02] [--repeat R] [--seed S] [--keep DIR]
 
 SPEC §10 targets, over 10,000 sessions of 1 GB in all: the first listing
 (no cache) at least 3x faster than a bare Python script that parses every
 line of every file with orjson (what a naive lister does); a repeated
 listing where nothing changed at least 20x faster. The sessions come from
-gen_sessions.py, are read from the page cache by both, and the two listings
+gen_sessions.py (--scale 0.02: many small lines, where per-line work costs most), are read from the page cache by both, and the two listings
 are checked to agree on ids and message counts.
 """
 import argparse
@@ -64,6 +64,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sessions", type=int, default=10_000)
     ap.add_argument("--size", default="1G", help="total size, e.g. 100M or 1G")
+    ap.add_argument("--scale", type=float, default=0.02, help="text length factor of gen_sessions")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="generate into (or reuse) this directory and keep it")
@@ -74,7 +75,7 @@ def main(argv=None):
         root = a.keep or os.path.join(tmp, "sessions")
         if not (a.keep and os.path.isdir(root) and os.listdir(root)):
             t = time.perf_counter()
-            gen_sessions.make_tree(root, a.sessions, gen_sessions.parse_size(a.size), a.seed)
+            gen_sessions.make_tree(root, a.sessions, gen_sessions.parse_size(a.size), a.seed, scale=a.scale)
             print(f"generated in {time.perf_counter() - t:.1f} s", flush=True)
         files = [os.path.join(d.path, e) for d in os.scandir(root) for e in os.listdir(d.path) if e.endswith(".jsonl")]
         total = sum(os.path.getsize(f) for f in files)

@@ -25,11 +25,14 @@ from pantolib import stream
 CHUNK = 1 << 23
 PROMPT_MAX = 200
 TAIL_LINES = 64
-# One pass finds every "message" key or value, with the first letter of the
-# role when the key opens a message object as panto writes it
-# ({"type":"message",...,"message":{"role":"u...), and every "sessionInfo"
-# (captured as I). A message line laid out so has exactly two "message"s.
-_MESSAGE = re.compile(rb'"(?:message"(?::\{"role":"|)|session(?=Info"))([a-zI]?)')
+# One pass, anchored on the rare `{"` so the regular expression engine can
+# skip quickly, captures one character per object that matters:
+#   {"type":"message",           -> ","   a message line (panto writes type first)
+#   "message":{"role":"user"     -> "u"   its role ("a", "s" for the others)
+#   {"type":"sessionInfo"        -> "o"   a name
+#   {"type": "... (spaced JSON)  -> other: the file is read line by line instead
+# A compaction's summary object has a role too, but is not a "message" key.
+_MESSAGE = re.compile(rb'\{"(?:(?<="message":\{")role":"|type":"(?:message"|sessionInf)|type"(?:\s+:\s*|:\s+))(.)')
 _ROLES = {b"u": "user", b"a": "assistant", b"s": "system"}
 _INFO = b'"sessionInfo"'
 
@@ -99,14 +102,16 @@ def first_text(obj):
     return None
 
 
-def chunks(f, size=CHUNK):
+def chunks(f, size=CHUNK, first=b""):
     """(buffer, end) pieces of a file, cut after a line feed: buffer[:end] is
-    whole lines (each piece but the first starts with the line feed that ends
-    the line before, so a pattern anchored on b"\\n" sees every line start).
-    A last line without its line feed (torn) is never in buffer[:end]."""
-    carry = b""
+    whole lines. `first` is what was already read from f. A last line without
+    its line feed (torn) is never in buffer[:end]."""
+    carry = first
+    left = os.fstat(f.fileno()).st_size - f.tell()
     while True:
-        data = f.read(size)
+        # never ask for much more than is there: a big read buffer costs page faults
+        data = f.read(min(size, left + 1)) if left > 0 else b""
+        left -= len(data)
         buf = carry + data if carry else data
         cut = buf.rfind(b"\n")
         if not data:
@@ -121,11 +126,14 @@ def chunks(f, size=CHUNK):
 
 
 def _header(f):
-    first = f.readline(1 << 20)
-    obj = parse(first) if first.endswith(b"\n") else None
+    """(header, the bytes read after it) of an open session file."""
+    size = os.fstat(f.fileno()).st_size
+    data = f.read(min(size, CHUNK) + 1)
+    nl = data.find(b"\n", 0, 1 << 20)
+    obj = parse(data[:nl + 1]) if nl >= 0 else None
     if kind(obj) != stream.HEADER:
-        raise NotASession("not a panto session" if first else "not a panto session (empty file)")
-    return obj, len(first) - 1     # the offset of the header's line feed
+        raise NotASession("not a panto session" if data else "not a panto session (empty file)")
+    return obj, data[nl:]
 
 
 def _line_at(buf, i, end):
@@ -136,35 +144,53 @@ def _line_at(buf, i, end):
 
 def summarize(path):
     """The Summary of a session file; NotASession if its first line is no header."""
-    with open(path, "rb") as f:
-        header, at = _header(f)
+    with open(path, "rb", buffering=0) as f:
+        header, rest = _header(f)
         s = Summary(header)
-        f.seek(at)
-        counts = {"user": 0, "assistant": 0, "system": 0}
-        plain = True   # every message line laid out as panto writes it
+        users = assistants = 0
         info = False
-        for buf, end in chunks(f):
-            found = _MESSAGE.findall(buf, 0, end)
-            infos = found.count(b"I")
-            roles = len(found) - infos - found.count(b"")
-            if 2 * roles != len(found) - infos:
-                plain = False
-                break
-            for letter, role in _ROLES.items():
-                counts[role] += found.count(letter)
-            if s.prompt is None and counts["user"]:
+        for buf, end in chunks(f, first=rest):
+            found = b"".join(_MESSAGE.findall(buf, 0, end))
+            starts, infos = found.count(b","), found.count(b"o")
+            u, a = found.count(b"u"), found.count(b"a")
+            roles = u + a + found.count(b"s")
+            if starts != roles or starts + infos + roles != len(found):
+                # not every line is laid out as panto writes it: count line by line
+                f.seek(0)
+                return _summarize_lines(f, Summary(header))
+            users += u
+            assistants += a
+            if s.prompt is None and users:
                 s.prompt = _first_prompt(buf, end)
             info = info or infos > 0
-        if not plain:
-            f.seek(at)
-            s.prompt = None
-            return _summarize_lines(f, s)
-        s.messages = counts["user"] + counts["assistant"]
+        s.messages = users + assistants
         if info:
-            f.seek(at)
+            f.seek(0)
             s.name = _last_name(f)
-        s.last = _last_timestamp(f)
+        found, s.last = _last_in(buf, end)
+        if not found:
+            s.last = _last_timestamp(f)
     return s
+
+
+def _last_in(buf, end):
+    """(decided, timestamp) from the last lines of a buffer: decided is False
+    when the buffer ran out before an entry with a valid timestamp or the header."""
+    hi = end - 1
+    for _ in range(TAIL_LINES):
+        if hi <= 0:
+            return False, None
+        lo = buf.rfind(b"\n", 0, hi) + 1
+        obj = parse(buf[lo:hi])
+        k = kind(obj)
+        if k == stream.HEADER:
+            return True, None
+        if k == stream.ENTRY and epoch(obj["timestamp"]) is not None:
+            return True, obj["timestamp"]
+        if lo == 0:
+            return False, None
+        hi = lo - 1
+    return True, None
 
 
 def _first_prompt(buf, end):
@@ -207,9 +233,10 @@ def activity(last, mtime_ns):
 
 def _last_timestamp(f):
     size = f.seek(0, os.SEEK_END)
-    pos, tail = size, b""
+    pos, tail, want = size, b"", 1 << 12
     while pos > 0:
-        step = min(pos, 1 << 16)
+        step = min(pos, want)
+        want = min(want * 2, 1 << 20)
         pos -= step
         f.seek(pos)
         tail = f.read(step) + tail
@@ -344,10 +371,9 @@ def snippet(text, needle, width=80):
 
 def grep(path, needle):
     """The first snippet of the file's message text that matches, or None."""
-    with open(path, "rb") as f:
-        _, at = _header(f)
-        f.seek(at)
-        for buf, end in chunks(f):
+    with open(path, "rb", buffering=0) as f:
+        _, rest = _header(f)
+        for buf, end in chunks(f, first=rest):
             low = buf.lower()
             i = 0
             while (i := needle.find(low, i, end)) >= 0:

@@ -201,7 +201,7 @@ def _first_prompt(buf, end):
         obj = parse(raw)
         if role_of(obj) == "user" and first_text(obj) is not None:
             return first_text(obj)
-        i = stop if stop >= 0 else end
+        i = stop + 1 if stop >= 0 else end
     return None
 
 
@@ -214,7 +214,7 @@ def _last_name(f):
             obj = parse(raw)
             if kind(obj) == stream.ENTRY and obj.get("type") == "sessionInfo" and isinstance(obj.get("name"), str):
                 name = obj["name"]
-            i = stop if stop >= 0 else end
+            i = stop + 1 if stop >= 0 else end
     return name
 
 
@@ -280,7 +280,7 @@ def _summarize_lines(f, s):
 
 # -- searching ----------------------------------------------------------------
 
-MAX_VARIANTS = 16
+MAX_VARIANTS = 8
 
 
 def _forms(ch):
@@ -307,22 +307,20 @@ class Needle:
     def __init__(self, text):
         self.text = text
         self.folded = text.lower()
+        forms = [_forms(ch) for ch in text]
+        # the piece of the text with the most bytes whose spellings are few
+        best, best_len = (0, 0), -1
+        for i in range(len(forms)):
+            n, j = 1, i
+            while j < len(forms) and n * len(forms[j]) <= MAX_VARIANTS:
+                n *= len(forms[j])
+                j += 1
+            size = sum(len(f[0]) for f in forms[i:j])
+            if size > best_len:
+                best, best_len = (i, j), size
         variants = [b""]
-        self.literals = None
-        for ch in text:
-            forms = _forms(ch)
-            if len(variants) * len(forms) > MAX_VARIANTS:
-                variants = None
-                break
-            variants = [v + f for v in variants for f in forms]
-        if variants is None:
-            # too many spellings: search for the longest run of one spelling
-            best, run = b"", b""
-            for ch in text:
-                forms = _forms(ch)
-                run = run + forms[0] if len(forms) == 1 else b""
-                best = max(best, run, key=len)
-            variants = [best]
+        for f in forms[best[0]:best[1]]:
+            variants = [v + x for v in variants for x in f]
         self.literals = variants
 
     def find(self, low, start, end):
@@ -376,10 +374,10 @@ def grep(path, needle):
         for buf, end in chunks(f, first=rest):
             low = buf.lower()
             i = 0
-            while (i := needle.find(low, i, end)) >= 0:
+            while i < end and (i := needle.find(low, i, end)) >= 0:
                 raw, stop = _line_at(buf, i, end)
                 for text in searchable(parse(raw)):
                     if needle.matches(text):
                         return snippet(text, needle)
-                i = stop if stop >= 0 else end
+                i = stop + 1 if stop >= 0 else end
     return None

@@ -317,3 +317,168 @@ def test_usage_errors_exit_2(isolated):
     for argv in (["--bogus"], ["extra"], ["--all", "--all", "x"]):
         p = run(["panto-ls", *argv])
         assert_clean_error(p, 2)
+
+
+# -- titles, names, --grep, the cache (SPEC §7) ---------------------------------------
+
+def info(eid, parent, name, t="2026-04-25T17:41:00.000Z"):
+    return orjson.dumps({"type": "sessionInfo", "id": eid, "parentId": parent, "timestamp": t, "name": name}) + b"\n"
+
+
+def tool_turn(eid, parent, command, result):
+    use = {"type": "message", "id": eid + "1", "parentId": parent, "timestamp": "2026-04-25T17:40:20.000Z",
+           "message": {"role": "assistant", "content": [
+               {"type": "toolUse", "id": "call_" + eid, "name": "bash", "input": orjson.dumps({"command": command}).decode()}],
+               "provider": "openai", "model": "gpt-4o", "stopReason": "toolUse"}}
+    res = {"type": "message", "id": eid + "2", "parentId": eid + "1", "timestamp": "2026-04-25T17:40:21.000Z",
+           "provider": "openai", "model": "gpt-4o",
+           "message": {"role": "user", "content": [{"type": "toolResult", "toolUseId": "call_" + eid, "content": result}]}}
+    return orjson.dumps(use) + b"\n" + orjson.dumps(res) + b"\n"
+
+
+def test_title_is_the_last_name_else_the_first_prompt(isolated):
+    make(isolated, A, prompt="unnamed prompt", last="2026-04-25T17:40:19.000Z")
+    make(isolated, C, prompt="named prompt", extra=info("1a1a1a1a", "0000bbbb", "old name")
+         + info("2b2b2b2b", "1a1a1a1a", "new name", t="2026-04-25T17:40:18.000Z"))
+    got = {r[0]: r[4] for r in rows(ls())}
+    assert got == {A[:8]: "unnamed prompt", C[:8]: "new name"}
+    js = {s["id"]: s for s in as_json(ls("--json"))}
+    assert js[C]["name"] == "new name" and js[C]["firstPrompt"] == "named prompt" and js[A]["name"] is None
+
+
+def test_title_with_tab_newline_and_escapes_is_one_field(isolated):
+    make(isolated, A, prompt="tab\there\nnewline \x1b[2Jclear \x9b1m \u202eabc")
+    make(isolated, C, extra=info("1a1a1a1a", "0000bbbb", "a\tname\r\nwith\x07bell"))
+    out = ls().stdout.decode()
+    assert out.count("\n") == 2
+    for r in rows(ls()):
+        assert len(r) == 5, r
+    got = {r[0]: r[4] for r in rows(ls())}
+    assert got[A[:8]] == "tab here newline ^[[2Jclear \\x9b1m <U+202E>abc"
+    assert got[C[:8]] == "a name^M with^Gbell"
+    assert "\x1b" not in out and "\x07" not in out
+
+
+def grep_rows(*args):
+    return rows(ls("--grep", *args))
+
+
+def grep_ids(*args):
+    return sorted(s["id"] for s in as_json(ls("--json", "--grep", *args)))
+
+
+def test_grep_message_text_tool_inputs_and_results_any_case(isolated):
+    make(isolated, A, prompt="Where is the FLOCK call?")
+    make(isolated, B, prompt="nothing here", extra=tool_turn("cccc000", "0000bbbb", "grep -rn flock .", "no match"))
+    make(isolated, C, prompt="nothing either", extra=tool_turn("dddd000", "0000bbbb", "ls", "src/flock.c"))
+    make(tmp_other := isolated / "sub", "0199eeee-0000-7ccc-8ddd-000000000004", prompt="flock elsewhere")
+    assert grep_ids("Flock") == sorted([A, B, C])                # this directory only
+    got = {s["id"]: s["match"] for s in as_json(ls("--json", "--grep", "Flock"))}
+    assert [r[5] for r in grep_rows("Flock")] == [got[i] for i in (C, B, A)]   # the snippet is the last field
+    assert got[A] == "Where is the FLOCK call?"
+    assert "flock" in got[B] and "command" in got[B]             # in the tool call's input
+    assert got[C] == "src/flock.c"
+    every = rows(ls("--all", "--grep", "flock"))
+    assert len(every) == 4 and all(len(r) == 7 for r in every)
+    assert {r[5] for r in every} == {str(isolated), str(tmp_other)}
+    js = as_json(ls("--json", "--grep", "FLOCK"))
+    assert {s["id"]: s["match"] for s in js}[C] == "src/flock.c"
+    assert grep_rows("no such words") == []
+
+
+def test_grep_ignores_keys_ids_and_thinking(isolated):
+    think = orjson.dumps({"type": "message", "id": "7a7a7a7a", "parentId": "0000bbbb",
+                          "timestamp": "2026-04-25T17:40:20.000Z",
+                          "message": {"role": "assistant", "content": [
+                              {"type": "thinking", "thinking": "secretword", "signature": "sigword"},
+                              {"type": "text", "text": "plain"}], "provider": "openai", "model": "gpt-4o"}}) + b"\n"
+    make(isolated, A, extra=think)
+    for word in ("secretword", "sigword", "timestamp", "parentId", "gpt-4o", "0000bbbb", "assistant"):
+        assert grep_rows(word) == [], word
+    assert len(grep_rows("PLAIN")) == 1
+
+
+def test_grep_quotes_backslashes_and_control_characters(isolated):
+    make(isolated, A, prompt='she said "use C:\\temp\\new" then\ttabbed')
+    make(isolated, C, prompt='she said use C: temp new')
+    assert grep_ids('"use c:\\temp\\NEW"') == [A]
+    assert grep_ids("\\t") == [A]                                 # a backslash and a t, not a tab
+    assert grep_ids("then\ttabbed") == [A]                       # a real tab
+    assert grep_ids("\\n") == [A]
+    assert grep_ids("use c: temp") == [C]
+    assert grep_rows('"') and not grep_rows('\\"u')
+    snippet = grep_rows("then")[0][5]
+    assert "\t" not in snippet and snippet.endswith("then tabbed")
+
+
+def test_grep_folds_the_case_of_non_ascii_letters(isolated):
+    make(isolated, A, prompt="un café crème à Zürich")
+    make(isolated, B, prompt="ΣΟΦΊΑ und STRASSE 漢字")
+    make(isolated, C, prompt="cafe creme")
+    assert grep_ids("CAFÉ") == [A]
+    assert grep_ids("CRÈME À zÜRICH") == [A]
+    assert grep_ids("σοφία") == [B]
+    assert grep_ids("漢字") == [B]
+    assert grep_ids("caf") == sorted([A, C])
+
+
+def test_grep_snippet_is_one_short_line_around_the_match(isolated):
+    text = "x" * 300 + " the needle is here\nand\tmore " + "y" * 300
+    make(isolated, A, prompt=text)
+    (r,) = grep_rows("NEEDLE")
+    snippet = r[5]
+    assert len(snippet) <= 80 and "needle" in snippet and "\n" not in snippet
+    assert snippet.startswith("…") and snippet.endswith("…")
+
+
+def test_prefixes_are_unique_among_all_sessions_not_just_the_matches(isolated):
+    make(isolated, A, prompt="match me", last="2026-04-25T17:40:19.000Z")
+    make(isolated, B, prompt="other", last="2026-04-25T17:40:18.000Z")
+    (r,) = grep_rows("match")
+    assert r[0] == "0199aaaa-bbbb"                       # B shares 0199aaaa-bbb
+    p = run(["panto-log", "replay", r[0]])
+    assert orjson.loads(p.stdout.splitlines()[0])["id"] == A
+
+
+def test_grep_needs_text(isolated):
+    assert_clean_error(run(["panto-ls", "--grep", ""]), 2, "panto-ls")
+
+
+def test_sessions_of_hand_written_layouts_are_read_line_by_line(isolated):
+    """A line that panto-log append echoed byte for byte from a tool that spaces its JSON."""
+    spaced = (b'{"type": "message", "id": "5a5a5a5a", "parentId": "0000bbbb", "timestamp": "2026-04-25T17:40:16.000Z", '
+              b'"message": {"role": "assistant", "content": [{"type": "text", "text": "spaced flock"}]}}\n'
+              + b'{"type": "sessionInfo", "id": "5b5b5b5b", "parentId": "5a5a5a5a", '
+              b'"timestamp": "2026-04-25T17:40:17.000Z", "name": "spaced name"}\n')
+    make(isolated, C, turns=1, extra=spaced)
+    r = rows(ls())[0]
+    assert r[3] == "3 messages" and r[4] == "spaced name"
+    assert grep_rows("FLOCK")[0][5] == "spaced flock"
+
+
+def test_cache_is_private_whatever_the_umask(isolated):
+    make(isolated, C)
+    cache = os.path.join(os.environ["XDG_CACHE_HOME"], "panto")
+    p = subprocess.run(["bash", "-c", "umask 000 && panto-ls"], capture_output=True)
+    assert p.returncode == 0, p.stderr
+    assert os.stat(cache).st_mode & 0o777 == 0o700
+    files = os.listdir(cache)
+    assert files == ["ls-cache.json"]
+    assert os.stat(os.path.join(cache, files[0])).st_mode & 0o777 == 0o600
+
+
+def test_a_cache_that_makes_no_sense_is_rebuilt(isolated):
+    p = make(isolated, C, turns=2)
+    ls()
+    path = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "ls-cache.json")
+    good = orjson.loads(open(path, "rb").read())
+    key = good["files"][p][0]
+    for bad in (b"[]", b'{"version":3,"files":[]}', b'{"version":3,"files":{"%s":[1,2,3]}}' % p.encode(),
+                orjson.dumps({"version": 3, "files": {p: [key, {"id": 5}]}}),
+                orjson.dumps({"version": 3, "files": {p: [key, {"id": C, "cwd": str(isolated), "messages": "4"}]}}),
+                orjson.dumps({"version": 3, "files": {p: [key, None]}}), b"\xff\xfe", b""):
+        with open(path, "wb") as f:
+            f.write(bad)
+        r = ls()
+        assert rows(r)[0][3] == "4 messages", bad
+        assert r.stderr == b""

@@ -32,7 +32,15 @@ TAIL_LINES = 64
 #   {"type":"sessionInfo"        -> "o"   a name
 #   {"type": "... (spaced JSON)  -> other: the file is read line by line instead
 # A compaction's summary object has a role too, but is not a "message" key.
-_MESSAGE = re.compile(rb'\{"(?:(?<="message":\{")role":"|type":"(?:message"|sessionInf)|type"(?:\s+:\s*|:\s+))(.)')
+_MESSAGE = rb'\{"(?:(?<="message":\{")role":"|type":"(?:message"|sessionInf)|type"(?:\s+:\s*|:\s+))(.)'
+_compiled = None
+
+
+def _pattern():
+    global _compiled
+    if _compiled is None:           # compiled on first use: a cached listing never needs it
+        _compiled = re.compile(_MESSAGE)
+    return _compiled
 _ROLES = {b"u": "user", b"a": "assistant", b"s": "system"}
 _INFO = b'"sessionInfo"'
 
@@ -150,7 +158,7 @@ def summarize(path):
         users = assistants = 0
         info = False
         for buf, end in chunks(f, first=rest):
-            found = b"".join(_MESSAGE.findall(buf, 0, end))
+            found = b"".join(_pattern().findall(buf, 0, end))
             starts, infos = found.count(b","), found.count(b"o")
             u, a = found.count(b"u"), found.count(b"a")
             roles = u + a + found.count(b"s")

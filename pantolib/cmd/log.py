@@ -337,6 +337,8 @@ def show(arg, at, every):
             write(transcript.header(line.obj))
         elif line.kind == stream.ENTRY and (keep is None or line.obj["id"] in keep):
             write(transcript.entry(line.obj))
+        elif line.kind == stream.BARE and at is None:   # to be appended after the leaf
+            write(transcript.entry(line.obj))
     return cli.OK
 
 

@@ -34,12 +34,12 @@ def _valid(info):
     return all(info.get(k) is None or type(info[k]) is t for k, t in _OPTIONAL.items())
 
 
-def summarize(path):
-    """The cacheable summary (a dict) of one session file."""
-    s = scan.summarize(path)
+def summarize(path, needle=None):
+    """(the cacheable summary (a dict) of one session file, the match of needle)."""
+    s = scan.summarize(path, needle)
     created = s.header.get("timestamp")
-    return {"id": s.header["id"], "cwd": s.header["cwd"], "created": created if isinstance(created, str) else None,
-            "messages": s.messages, "firstPrompt": s.prompt, "name": s.name, "last": s.last}
+    return ({"id": s.header["id"], "cwd": s.header["cwd"], "created": created if isinstance(created, str) else None,
+             "messages": s.messages, "firstPrompt": s.prompt, "name": s.name, "last": s.last}, s.match)
 
 
 class Lister:
@@ -93,18 +93,21 @@ class Lister:
             except OSError:
                 pass   # a cache that cannot be written only costs speed
 
-    def sessions(self, directories, cwd=None):
+    def sessions(self, directories, cwd=None, needle=None):
         """Summaries (dicts) of the session files in these folders, most
-        recently active first; cwd keeps only the sessions of that directory."""
+        recently active first; cwd keeps only the sessions of that directory.
+        With a scan.Needle each also has a "match": its first matching
+        snippet, or None (a file is read once, for both, when not cached)."""
         out, listed, seen = [], set(), set()
         for directory in directories:
             for path, st in paths.list_dir(directory):
                 seen.add(path)
                 key = _key(st)
                 info = self._cached(path, key)
+                match, searched = None, info is None
                 if info is None:
                     try:
-                        info = summarize(path)
+                        info, match = summarize(path, needle)
                     except NotASession as e:
                         self.warn(f"'{path}': {e}, skipped")
                         continue
@@ -118,8 +121,16 @@ class Lister:
                     continue
                 if cwd is not None and info["cwd"] != cwd:
                     continue
-                out.append(dict(info, path=path, mtime=st.st_mtime_ns,
-                                active=scan.activity(info["last"], st.st_mtime_ns)))
+                s = dict(info, path=path, mtime=st.st_mtime_ns, active=scan.activity(info["last"], st.st_mtime_ns))
+                if needle is not None:
+                    if not searched:
+                        try:
+                            match = scan.grep(path, needle)
+                        except (OSError, NotASession) as e:
+                            self.warn(f"'{path}': {getattr(e, 'strerror', None) or e}, skipped")
+                            continue
+                    s["match"] = match
+                out.append(s)
             listed.add(directory)
         gone = [p for p in self.cache if p not in seen and os.path.dirname(p) in listed]
         for path in gone:  # files deleted since: forget them

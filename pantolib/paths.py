@@ -92,9 +92,12 @@ def read_header(path):
         obj = orjson.loads(first)
     except orjson.JSONDecodeError:
         return None
-    if type(obj) is dict and obj.get("type") == "session" and isinstance(obj.get("id"), str):
-        return obj
-    return None
+    from pantolib import stream
+
+    try:
+        return obj if stream.classify(obj) == stream.HEADER else None
+    except ValueError:
+        return None
 
 
 _UUID = None

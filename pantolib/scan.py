@@ -52,7 +52,7 @@ class NotASession(Exception):
 class Summary:
     """What the listing shows of one session file."""
 
-    __slots__ = ("header", "messages", "prompt", "name", "last")
+    __slots__ = ("header", "messages", "prompt", "name", "last", "match")
 
     def __init__(self, header):
         self.header = header
@@ -60,6 +60,7 @@ class Summary:
         self.prompt = None    # the first user entry's first text
         self.name = None      # the last sessionInfo name
         self.last = None      # the last entry's timestamp (ISO string), if valid
+        self.match = None     # with a Needle: the first matching snippet
 
 
 def parse(raw):
@@ -150,8 +151,9 @@ def _line_at(buf, i, end):
     return buf[start:stop if stop >= 0 else end], stop
 
 
-def summarize(path):
-    """The Summary of a session file; NotASession if its first line is no header."""
+def summarize(path, needle=None):
+    """The Summary of a session file; NotASession if its first line is no header.
+    With a Needle, the file is searched too, in the same read."""
     with open(path, "rb", buffering=0) as f:
         header, rest = _header(f)
         s = Summary(header)
@@ -165,7 +167,11 @@ def summarize(path):
             if starts != roles or starts + infos + roles != len(found):
                 # not every line is laid out as panto writes it: count line by line
                 f.seek(0)
-                return _summarize_lines(f, Summary(header))
+                s = _summarize_lines(f, Summary(header))
+                s.match = None if needle is None else grep(path, needle)
+                return s
+            if needle is not None and s.match is None:
+                s.match = _search(buf, end, needle)
             users += u
             assistants += a
             if s.prompt is None and users:
@@ -380,12 +386,20 @@ def grep(path, needle):
     with open(path, "rb", buffering=0) as f:
         _, rest = _header(f)
         for buf, end in chunks(f, first=rest):
-            low = buf.lower()
-            i = 0
-            while i < end and (i := needle.find(low, i, end)) >= 0:
-                raw, stop = _line_at(buf, i, end)
-                for text in searchable(parse(raw)):
-                    if needle.matches(text):
-                        return snippet(text, needle)
-                i = stop + 1 if stop >= 0 else end
+            found = _search(buf, end, needle)
+            if found is not None:
+                return found
+    return None
+
+
+def _search(buf, end, needle):
+    """The first matching snippet in the whole lines buf[:end], or None."""
+    low = buf.lower()
+    i = 0
+    while i < end and (i := needle.find(low, i, end)) >= 0:
+        raw, stop = _line_at(buf, i, end)
+        for text in searchable(parse(raw)):
+            if needle.matches(text):
+                return snippet(text, needle)
+        i = stop + 1 if stop >= 0 else end
     return None

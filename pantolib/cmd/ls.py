@@ -39,11 +39,11 @@ def main(argv=None):
         dirs, cwd = paths.all_dirs(), None
     else:
         dirs, cwd = [paths.session_dir()], os.getcwd()
-    found = lister.sessions(dirs, cwd)
+    found = lister.sessions(dirs, cwd, None if grep is None else scan.Needle(grep))
     lister.save()
     prefixes = listing.unique_prefixes(s["id"] for s in found)   # unique among all listed
     if grep is not None:
-        found = list(_matching(found, scan.Needle(grep)))
+        found = [s for s in found if s["match"] is not None]
     if args["--json"]:
         _json(found, grep is not None)
         return cli.OK
@@ -61,19 +61,6 @@ def main(argv=None):
         rows.append("\t".join(row) + "\n")
     cli.stdout().write("".join(rows).encode("utf-8", "replace"))
     return cli.OK
-
-
-def _matching(found, needle):
-    from pantolib import scan
-
-    for s in found:
-        try:
-            match = scan.grep(s["path"], needle)
-        except (OSError, scan.NotASession) as e:
-            cli.warn(NAME, f"'{s['path']}': {getattr(e, 'strerror', None) or e}, skipped")
-            continue
-        if match is not None:
-            yield dict(s, match=match)
 
 
 def _json(found, grep):

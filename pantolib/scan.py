@@ -9,10 +9,10 @@ last `sessionInfo`, and the lines a search may match.
 
 The byte patterns lean on how panto writes entries (compact JSON, `type`
 first, the message object's `role` first, SPEC §3). Inside a JSON string a
-quote is always escaped, so `"message"` in the raw bytes is a key or a
-string that is exactly `message`, never a piece of longer text. A file laid
-out otherwise (written by another tool) is read line by line instead, so the
-counts are the same either way; what a line *is* is decided by
+quote is always escaped, so no text can fake `{"type":"message"` or
+`"message":{"role":"`. A file laid out otherwise (written by another tool,
+kept byte for byte by panto-log append) is read line by line instead, so
+the counts are the same either way; what a line *is* is decided by
 `stream.classify`.
 """
 import os
@@ -41,7 +41,8 @@ def _pattern():
     if _compiled is None:           # compiled on first use: a cached listing never needs it
         _compiled = re.compile(_MESSAGE)
     return _compiled
-_ROLES = {b"u": "user", b"a": "assistant", b"s": "system"}
+
+
 _INFO = b'"sessionInfo"'
 
 

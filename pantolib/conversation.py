@@ -16,6 +16,31 @@ def chain(parent_of, entry_id):
     return out
 
 
+def walk(parent_of):
+    """(id, depth) of every entry in tree order: depth first, children in
+    the order given (file order). Depth counts forks, not ancestors: the
+    first child keeps its parent's depth, each later child is one deeper.
+    An entry whose parent is missing (or in a loop) starts a tree of its own."""
+    children, roots = {}, []
+    for eid, parent in parent_of.items():
+        if parent in parent_of and parent != eid:
+            children.setdefault(parent, []).append(eid)
+        else:
+            roots.append(eid)
+    seen = set()
+    for start in roots + list(parent_of):
+        stack = [(start, 0)]
+        while stack:
+            eid, depth = stack.pop()
+            if eid in seen:
+                continue
+            seen.add(eid)
+            yield eid, depth
+            kids = children.get(eid, ())
+            for i in range(len(kids) - 1, -1, -1):
+                stack.append((kids[i], depth + (1 if i else 0)))
+
+
 def find_entry(ids, prefix, name="the session"):
     """The id among ids that is prefix or the only one starting with it;
     an unknown or ambiguous prefix is an error naming the candidates."""

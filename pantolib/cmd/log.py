@@ -172,29 +172,30 @@ def _bounded(f, length):
 
 
 class _Source:
-    """The lines of a session file (its valid part, read-only) or of stdin,
-    readable twice: a file is read again, a stream is kept."""
+    """The Lines of a session file's first `end` bytes, or of a stream kept
+    in memory, readable twice (a file is read again)."""
 
-    def __init__(self, arg):
+    def __init__(self, name, end=None, kept=None):
+        self.name, self.end, self.kept = name, end, kept
+
+    @classmethod
+    def of(cls, arg):
+        """SESSION, --last (None) or `-` (stdin), read-only: a torn tail is left out."""
         from pantolib import session, stream
 
-        self.stdin = arg == "-"
-        if self.stdin:
-            self.name = "<stdin>"
-            self.kept = list(stream.read(cli.stdin()))
-            return
-        self.name = _session_path(arg)
-        session.check_path(self.name)
-        r = session.scan(self.name)
+        if arg == "-":
+            return cls("<stdin>", kept=list(stream.read(cli.stdin())))
+        path = _session_path(arg)
+        session.check_path(path)
+        r = session.scan(path)
         if r.end < r.size:
-            cli.warn(NAME, f"{self.name}:{r.cut_line}: a torn tail is left out "
-                           f"(panto-log replay repairs it)")
-        self.end = r.end
+            cli.warn(NAME, f"{path}:{r.cut_line}: a torn tail is left out (panto-log replay repairs it)")
+        return cls(path, r.end)
 
     def lines(self):
         from pantolib import stream
 
-        if self.stdin:
+        if self.kept is not None:
             yield from self.kept
             return
         with open(self.name, "rb") as f:
@@ -219,8 +220,7 @@ def replay_at(path, length, at):
     """Print the header and the entries on the path from the root to entry `at`."""
     from pantolib import conversation, stream
 
-    src = _Source.__new__(_Source)
-    src.stdin, src.name, src.end = False, path, length
+    src = _Source(path, length)
     _, parent_of, _ = _parents(src.lines())
     target = conversation.find_entry(parent_of, at, f"'{path}'")
     keep = set(conversation.chain(parent_of, target))
@@ -259,9 +259,8 @@ def tree(arg, as_json):
     """One line per entry in tree order: depth counts forks, not ancestors."""
     from pantolib import conversation, listing, scan, stream, terminal
 
-    src = _Source(arg)
-    rows, children, roots = {}, {}, []
-    leaf = None
+    src = _Source.of(arg)
+    rows, leaf = {}, None
     for line in src.lines():
         if line.kind != stream.ENTRY:
             continue
@@ -272,44 +271,26 @@ def tree(arg, as_json):
         role = obj["message"]["role"] if obj.get("type") == "message" else None
         rows[eid] = (obj.get("parentId"), obj.get("type"), role, obj["timestamp"], _first_line(obj))
         leaf = eid
-    for eid, row in rows.items():
-        parent = row[0]
-        if parent in rows and parent != eid:
-            children.setdefault(parent, []).append(eid)
-        else:
-            roots.append(eid)
-    active = set(conversation.chain({k: v[0] for k, v in rows.items()}, leaf)) if leaf else set()
+    parent_of = {k: v[0] for k, v in rows.items()}
+    active = set(conversation.chain(parent_of, leaf)) if leaf else set()
     out = cli.stdout()
-    seen = set()
     buf = []
-    for start in roots + list(rows):
-        if start in seen:
-            continue
-        stack = [(start, 0)]
-        while stack:
-            eid, depth = stack.pop()
-            if eid in seen:
-                continue
-            seen.add(eid)
-            parent, etype, role, ts, text = rows[eid]
-            if as_json:
-                import orjson
+    for eid, depth in conversation.walk(parent_of):
+        parent, etype, role, ts, text = rows[eid]
+        if as_json:
+            import orjson
 
-                buf.append(orjson.dumps({"id": eid, "parentId": parent, "depth": depth, "type": etype,
-                                         "role": role, "timestamp": ts, "text": text,
-                                         "active": eid in active}) + b"\n")
-            else:
-                cells = [terminal.visible_line(eid) + ("*" if eid in active else ""),
-                         "  " * depth + terminal.visible_line(role or etype or "?"),
-                         listing.local_time(scan.epoch(ts)), terminal.visible_line(text)[:100]]
-                buf.append(("\t".join(cells) + "\n").encode("utf-8", "replace"))
-            kids = children.get(eid, ())
-            # the first child stays at this depth, each later one a level deeper
-            for i in range(len(kids) - 1, -1, -1):
-                stack.append((kids[i], depth + (1 if i else 0)))
-            if len(buf) >= 256:
-                out.write(b"".join(buf))
-                buf.clear()
+            buf.append(orjson.dumps({"id": eid, "parentId": parent, "depth": depth, "type": etype,
+                                     "role": role, "timestamp": ts, "text": text,
+                                     "active": eid in active}) + b"\n")
+        else:
+            cells = [terminal.visible_line(eid) + ("*" if eid in active else ""),
+                     "  " * depth + terminal.visible_line(role or etype or "?"),
+                     listing.local_time(scan.epoch(ts)), terminal.visible_line(text)[:100]]
+            buf.append(("\t".join(cells) + "\n").encode("utf-8", "replace"))
+        if len(buf) >= 256:
+            out.write(b"".join(buf))
+            buf.clear()
     out.write(b"".join(buf))
     return cli.OK
 
@@ -320,7 +301,7 @@ def show(arg, at, every):
 
     from pantolib import conversation, stream, terminal, transcript
 
-    src = _Source(arg)
+    src = _Source.of(arg)
     keep = None
     if not every:
         _, parent_of, leaf = _parents(src.lines())

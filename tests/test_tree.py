@@ -210,3 +210,13 @@ def test_session_ids_resolve_across_directories(branched, tmp_path):
     assert run(["panto-log", "replay", sid], cwd=elsewhere).stdout == open(path, "rb").read()
     for bad in ("../" + sid, sid[:8] + "/..", ".."):
         assert_clean_error(run(["panto-log", "tree", bad], cwd=elsewhere), 1, "panto-log")
+
+
+def test_tree_of_a_stream_on_stdin_is_the_tree_of_the_file(branched):
+    srv, path, e = branched
+    data = open(path, "rb").read()
+    from_file = run(["panto-log", "tree", path])
+    from_stdin = run(["panto-log", "tree", "-"], input=data)
+    assert from_file.returncode == from_stdin.returncode == 0
+    assert from_stdin.stdout == from_file.stdout and from_file.stdout.count(b"\n") == 9
+    assert open(path, "rb").read() == data

@@ -848,41 +848,13 @@ class Scan:
         self.notes.append(f"{self.name}:{self._lineno(buf, start)}: {why}; not counted")
 
 
-_MEMMEM = []
-
-
 def _memmem():
-    """The C library's memmem, or None where there is none.
+    from pantolib import scan
 
-    Finding the marks is most of a scan's work, and bytes.find runs at about
-    1.5 GB/s on JSON text (its skip heuristic stumbles on the quotes that end
-    both marks) where glibc's memmem runs three times as fast; so the scanner
-    calls it through ctypes (standard library) when it can.
-    """
-    if not _MEMMEM:
-        try:
-            import ctypes
-
-            f = ctypes.CDLL(None).memmem
-            f.restype = ctypes.c_void_p
-            f.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t)
-            _MEMMEM.append((f, ctypes))
-        except (ImportError, OSError, AttributeError, TypeError):
-            _MEMMEM.append(None)
-    return _MEMMEM[0]
+    return scan.memmem()
 
 
 def _searcher(memmem, buf, end):
-    """find(needle, start, stop) -> index or -1, like buf.find, through memmem."""
-    f, ctypes = memmem
-    keep = ctypes.c_char_p(buf)  # points into buf itself (no copy) and holds a reference to it
-    base = ctypes.cast(keep, ctypes.c_void_p).value
+    from pantolib import scan
 
-    def find(needle, start, stop):
-        if start >= stop or stop > end:
-            return -1 if start >= stop else buf.find(needle, start, stop)
-        hit = f(base + start, stop - start, needle, len(needle))
-        return -1 if hit is None else hit - base
-
-    find.keep = keep
-    return find
+    return scan.searcher(memmem, buf, end)

@@ -495,3 +495,60 @@ def test_retry_after_forms():
     assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470.0) == 10.0
     assert retry_after({"retry-after": "soon"}) is None
     assert retry_after({}) is None
+
+
+# --- today's APIs: levels, negotiation, context full -----------------------------------
+
+def test_configure_reasoning_and_cache():
+    _, o, _ = providers.configure(flags(reasoning="OFF"), None, {})
+    assert o.reasoning is None and o.cache == "5m"
+    _, o, _ = providers.configure(flags(provider="anthropic"), None, {"PANTO_REASONING": "30000",
+                                                                      "PANTO_CACHE": "1h"})
+    assert o.reasoning == 30000 and o.cache == "1h"
+    _, o, _ = providers.configure(flags(cache="off"), None, {"PANTO_CACHE": "1h", "OPENAI_REASONING": "max"})
+    assert o.cache == "off" and o.reasoning == "max"
+
+
+class Refused(Exception):
+    def __init__(self, detail, status=400):
+        self.detail, self.status = detail, status
+
+
+def test_openai_negotiation_steps():
+    o = providers.Options("m", oa.DEFAULT_BASE_URL, max_tokens=10, reasoning="high", session_id="s")
+    assert oa.build_request(HISTORY[:2], o)[2]["max_completion_tokens"] == 10
+    assert "max_tokens" in oa.negotiate(Refused("Unsupported parameter: 'max_completion_tokens'"), o)
+    body = oa.build_request(HISTORY[:2], o)[2]
+    assert body["max_tokens"] == 10 and "max_completion_tokens" not in body
+    assert oa.negotiate(Refused("Unsupported parameter: 'max_completion_tokens'"), o) is None  # once
+    assert oa.negotiate(Refused("reasoning_effort is not supported", status=404), o) is None   # not a 400/422
+    assert oa.negotiate(Refused("messages: too long"), o) is None
+
+
+def test_anthropic_negotiation_steps():
+    o = providers.Options("c", "http://h", reasoning="xhigh", cache="1h", tools=TOOLS)
+    assert "24576" in an.negotiate(Refused("output_config.effort: Input should be 'low', 'medium' or 'high'"), o)
+    assert an.build_request(HISTORY[:2], o)[2]["thinking"] == {"type": "enabled", "budget_tokens": 24576}
+    assert "5-minute" in an.negotiate(Refused("tools.0.cache_control.ttl: Extra inputs are not permitted"), o)
+    body = an.build_request(HISTORY[:2], o)[2]
+    assert body["system"] == "be brief" and "cache_control" not in body["tools"][0]
+    assert body["cache_control"] == {"type": "ephemeral"}
+    assert "without prompt caching" in an.negotiate(Refused("cache_control: Extra inputs"), o)
+    assert "cache_control" not in an.build_request(HISTORY[:2], o)[2]
+    assert an.negotiate(Refused("cache_control: Extra inputs"), o) is None
+
+
+@pytest.mark.parametrize("detail, full", [
+    ("prompt is too long: 215000 tokens > 200000 maximum", True),
+    ("This model's maximum context length is 8192 tokens", True),
+    ("the request exceeds the available context size, try increasing it", True),
+    ("max_tokens: must be at most 64000", False),
+])
+def test_context_full_is_recognised(detail, full):
+    assert providers.context_full(Refused(detail)) is full
+    assert providers.context_full(Refused(detail, status=500)) is False
+
+
+def test_one_line():
+    assert providers.one_line("a\n\n b\t\tc ") == "a b c"
+    assert len(providers.one_line("x" * 1000)) == providers.MAX_DETAIL

@@ -39,7 +39,8 @@ STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop
                 "max_tokens": "length", "model_context_window_exceeded": "contextFull",
                 "tool_use": "toolUse", "refusal": "error"}
 # Optional request fields, as a server's error names them, in the order negotiate() tries them
-_FIELDS = ("output_config", "thinking", "cache_control", "display", "ttl")
+# (the more precise names first: "thinking.display", "cache_control.ttl")
+_FIELDS = ("output_config", "display", "ttl", "thinking", "cache_control")
 
 _BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -167,6 +168,9 @@ def negotiate(err, opts):
     field = refused_field(err, _FIELDS)
     level = opts.reasoning
     thinking_sent = level is not None and "thinking" not in opts.dropped
+    if field == "display" and thinking_sent and "display" not in opts.dropped and "adaptive" not in opts.dropped:
+        opts.dropped.add("display")
+        return "the server refused thinking 'display': sent adaptive thinking without it"
     if field in ("output_config", "thinking", "display") and thinking_sent:
         if level != "none" and not isinstance(level, int) and "adaptive" not in opts.dropped:
             opts.dropped.add("adaptive")

@@ -174,7 +174,12 @@ def _exchange(provider, options, messages, opts, live, keys, key_var, state):
     mod = providers.api_module(options.api)
     retry_note = (lambda m: live.note(f"{NAME}: {m}")) if live is not None else None
 
+    said = set()
+
     def note(message):
+        if message in said:  # a note of build_request comes again with each retry
+            return
+        said.add(message)
         if live is not None:
             live.note(f"{NAME}: {message}")
         else:

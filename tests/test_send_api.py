@@ -76,6 +76,12 @@ def test_models_of_anthropic_follows_its_pages(srv):
     assert first.headers["x-api-key"] == AKEY and first.headers["anthropic-version"] == an.DEFAULT_VERSION
 
 
+def test_models_takes_no_prompt(srv):
+    p = send(srv, "--models", "hello")
+    assert_clean_error(p, status=2, name="panto-send")
+    assert not srv.requests
+
+
 def test_models_error_is_one_line(srv):
     srv.push(S.error_reply(401, "bad key\n\n   try   again", "authentication_error"))
     p = send(srv, "--models")

@@ -121,6 +121,9 @@ def _turn(args, session, provider, options, key_var, opts, keys, taken, out, sta
     finally:
         if live is not None:
             live.end()
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the reply is complete: nothing may cut its line
     _write_reply(out, session, taken, provider, options, keys, content, stop, usage)
     return cli.OK
 
@@ -240,6 +243,8 @@ def _check(args):
     """Option values, checked before any input is read (bad ones are usage errors)."""
     from pantolib.errors import UsageError
 
+    if args["--models"] and (args["PROMPT"] is not None or args["--file"] is not None):
+        raise UsageError("--models lists the server's models: it takes no PROMPT or -f FILE")
     if args["PROMPT"] is not None and args["--file"] is not None:
         raise UsageError("give either PROMPT or -f FILE, not both")
     if args["PROMPT"] == "":

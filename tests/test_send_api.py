@@ -370,16 +370,17 @@ def test_ctrl_c_keeps_anthropic_thinking_and_text_and_usage(srv):
               S.an_delta(0, {"type": "thinking_delta", "thinking": "pondering"}),
               S.an_delta(0, {"type": "signature_delta", "signature": "SIG"}), S.an_stop(0),
               S.an_block(1, {"type": "text", "text": ""}),
-              S.an_delta(1, {"type": "text_delta", "text": "Here goes"}), S.an_stop(1),
+              S.an_delta(1, {"type": "text_delta", "text": "Here goes."}), S.an_stop(1),
               S.an_block(2, {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}}),
               S.an_delta(2, {"type": "input_json_delta", "partial_json": '{"command": "l'})]
     srv.push(S.anthropic_stream(events, stall_after=len(events), stall=30))
-    p = _interrupt_when(srv, ["-p", "anthropic", "now"], AN_BASE, b"Here goes")
+    # (a text ending in "s" would be held back: it could be the start of the key "sk-...")
+    p = _interrupt_when(srv, ["-p", "anthropic", "now"], AN_BASE, b"Here goes.")
     assert p.returncode == 130, p.stderr
     msg = entries_after(p.stdout, AN_BASE)[-1]["message"]
     assert msg["stopReason"] == "aborted"
     assert msg["content"] == [{"type": "thinking", "thinking": "pondering", "signature": "SIG"},
-                              {"type": "text", "text": "Here goes"}]
+                              {"type": "text", "text": "Here goes."}]
     assert msg["usage"] == {"input": 12, "output": 1, "cacheRead": 30}
 
 

@@ -85,11 +85,10 @@ def main(argv=None):
         raw = secrets.redact_bytes(stream.dumps(user), keys)
         session.add(stream.Line(raw, user, stream.ENTRY))
         out_lines.append(raw)
-    out.writelines(out_lines)
-    del out_lines
     state = {}  # the accumulator of the reply, once it streams
     try:
-        out.flush()  # the prompt is downstream before anything can go wrong on the network
+        _write_input(out, out_lines)  # downstream before anything can go wrong on the network
+        del out_lines
         return _turn(args, session, provider, options, key_var, opts, keys, taken, out, state)
     except KeyboardInterrupt:
         return _aborted(state.get("acc"), session, taken, provider, options, keys, out)
@@ -97,6 +96,22 @@ def main(argv=None):
         cli.warn(NAME, f"the prompt is too long for the context window of {options.model} "
                        "(compact the session: panto-send --compact)")
         return EXIT_CONTEXT_FULL
+
+
+def _write_input(out, lines):
+    """Write and flush the input and the prompt whole: a Ctrl-C meanwhile is
+    held until the last byte is out, then raised."""
+    import signal
+
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda *_: held.append(True))
+    try:
+        out.writelines(lines)
+        out.flush()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
 
 
 def _turn(args, session, provider, options, key_var, opts, keys, taken, out, state):

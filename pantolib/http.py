@@ -1,17 +1,19 @@
 """The only module that imports httpx: one streaming POST with timeouts,
-bounded retries, provider error messages and API keys kept out of them.
+bounded retries, provider error messages (on one line) and API keys kept out
+of them (pantolib.secrets decides what a key is); and the GET of a model list.
 
 Import it only after the command line is parsed (httpx costs ~100 ms).
 """
 import email.utils
 import random
-import re
 import time
 
 import httpx
 import orjson
 
+from pantolib import secrets as _secrets
 from pantolib.errors import ProviderError
+from pantolib.providers import one_line
 
 RETRY_STATUSES = frozenset((408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer retry-after fails the turn at once
@@ -19,9 +21,7 @@ BACKOFF_BASE = 0.5          # seconds, doubled every attempt
 BACKOFF_CAP = 8.0
 CONNECT_CAP = 15.0          # seconds to connect, at most
 MAX_ERROR_BODY = 64 * 1024
-REDACTED = "[redacted]"
-# Tokens that look like API keys, in case a server echoes a masked or other key.
-_KEYLIKE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*.]{8,}")
+MAX_MODELS_BODY = 16 * 1024 * 1024
 
 
 class StatusError(ProviderError):
@@ -32,21 +32,17 @@ class StatusError(ProviderError):
         self.status, self.detail = status, detail
 
 
-def redact(text, secrets=()):
-    """Replace every secret (and anything shaped like an API key) in text."""
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, REDACTED)
-    return _KEYLIKE.sub(REDACTED, text)
-
-
 def error_detail(body):
-    """The provider's own message from an error body (OpenAI or Anthropic shape)."""
+    """The provider's own message from an error body (OpenAI or Anthropic
+    shape, or any text), on one line."""
+    return one_line(_message(body))
+
+
+def _message(body):
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
-        text = body.decode("utf-8", "replace").strip()
-        return " ".join(text.split())[:300]
+        return body.decode("utf-8", "replace")
     if isinstance(obj, list) and obj and isinstance(obj[0], dict):
         obj = obj[0]  # some proxies wrap the error in a list
     if isinstance(obj, dict):
@@ -60,7 +56,7 @@ def error_detail(body):
         for key in ("message", "detail"):
             if isinstance(obj.get(key), str):
                 return obj[key]
-    return " ".join(body.decode("utf-8", "replace").split())[:300]
+    return body.decode("utf-8", "replace")
 
 
 def retry_after(headers, now=None):
@@ -92,11 +88,16 @@ class Request:
                  key_var=None, secrets=(), on_retry=None):
         self.url, self.headers, self.body = url, headers, body
         self.timeout, self.retries, self.provider = timeout, retries, provider
-        self.key_var, self.secrets, self.on_retry = key_var, tuple(secrets), on_retry
+        self.key_var, self.on_retry = key_var, on_retry
+        self.secrets = _secrets.ordered([*secrets, *_secrets.url_keys(url)])
         self._client = self._response = None
 
+    def _hide(self, text):
+        """A message with keys hidden, and anything shaped like one (a server's words)."""
+        return _secrets.redact(text, self.secrets, keylike=True)
+
     def _fail(self, message):
-        return ProviderError(redact(f"{self.provider}: {message}", self.secrets))
+        return ProviderError(self._hide(f"{self.provider}: {message}"))
 
     def open(self):
         """Send the request (retrying 429/5xx); returns once a 2xx response has begun."""
@@ -126,23 +127,22 @@ class Request:
             if resp.status_code < 300 and "json" not in resp.headers.get("content-type", ""):
                 self._response = resp
                 return self
-            if resp.status_code < 300:  # a JSON answer to a streaming request is an error
-                body = _read_body(resp)
-                detail = redact(error_detail(body), self.secrets) if body else "an empty answer"
-                raise self._fail(f"expected an event stream, got JSON: {detail}")
+            if resp.status_code < 300:  # a JSON answer to a streaming request
+                _read_body(resp)
+                raise self._fail("the server ignored stream: true (it answered with plain JSON, "
+                                 "not an event stream; check the base URL)")
             body = _read_body(resp)
             wait = self._retry_wait(resp, attempt)
             if wait is None:
                 raise self._status_error(resp.status_code, body, resp.headers)
             attempt += 1
             if self.on_retry:
-                self.on_retry(redact(f"{self.provider}: HTTP {resp.status_code}, retrying in {wait:.1f} s "
-                                     f"({attempt}/{self.retries})", self.secrets))
+                self.on_retry(self._hide(f"{self.provider}: HTTP {resp.status_code}, retrying in "
+                                         f"{wait:.1f} s ({attempt}/{self.retries})"))
             time.sleep(wait)
 
     def _where(self):
-        u = httpx.URL(self.url)
-        return f"{u.scheme}://{u.host}" + (f":{u.port}" if u.port else "")
+        return _where(self.url)
 
     def _retry_wait(self, resp, attempt):
         """Seconds to wait before retrying this response, or None to give up."""
@@ -158,7 +158,7 @@ class Request:
         return backoff * (0.75 + random.random() / 2)
 
     def _status_error(self, status, body, headers):
-        detail = redact(error_detail(body), self.secrets) if body else ""
+        detail = self._hide(error_detail(body)) if body else ""
         msg = f"HTTP {status}"
         if detail:
             msg += f": {detail}"
@@ -175,8 +175,7 @@ class Request:
                 hint = f"gave up after {self.retries} retries"
         if hint:
             msg += f" ({hint})"
-        err = StatusError(redact(f"{self.provider}: {msg}", self.secrets), status, detail)
-        return err
+        return StatusError(self._hide(f"{self.provider}: {msg}"), status, detail)
 
     def chunks(self):
         """The response body as byte chunks; network failures become ProviderError."""
@@ -202,6 +201,49 @@ class Request:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def get_json(url, headers, *, timeout=30.0, provider="provider", key_var=None, secrets=()):
+    """GET a JSON document (a model list); ProviderError with one line on any failure."""
+    keys = _secrets.ordered([*secrets, *_secrets.url_keys(url)])
+
+    def fail(message):
+        return ProviderError(_secrets.redact(f"{provider}: {message}", keys, keylike=True))
+
+    try:
+        with httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_CAP)),
+                          follow_redirects=True, trust_env=True) as client:
+            with client.stream("GET", url, headers=headers) as resp:
+                body = b""
+                for piece in resp.iter_bytes():
+                    body += piece
+                    if len(body) > MAX_MODELS_BODY:
+                        raise fail(f"the answer of {_where(url)} is larger than "
+                                   f"{MAX_MODELS_BODY // 2**20} MB")
+    except ImportError as e:
+        raise fail(f"the proxy set in the environment needs a package panto does not install ({e})") from None
+    except httpx.TimeoutException:
+        raise fail(f"no response from {_where(url)} within {timeout:g} s (raise --timeout)") from None
+    except httpx.HTTPError as e:
+        raise fail(f"cannot reach {_where(url)}: {_reason(e)} (is the server running? "
+                   "check the base URL)") from None
+    if resp.status_code >= 300:
+        detail = error_detail(body) if body else ""
+        hint = {401: f" (check {key_var})", 403: f" (check {key_var})",
+                404: " (this server has no model list there; check the base URL)"}.get(resp.status_code, "")
+        if not key_var:
+            hint = hint if resp.status_code == 404 else ""
+        raise fail(f"HTTP {resp.status_code}" + (f": {detail}" if detail else "") + hint)
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise fail(f"the answer of {_where(url)} is not JSON: {one_line(body.decode('utf-8', 'replace'), 80)}") from None
+
+
+def _where(url):
+    """scheme://host:port of a URL: never its user info, path or query."""
+    u = httpx.URL(url)
+    return f"{u.scheme}://{u.host}" + (f":{u.port}" if u.port else "")
 
 
 def _read_body(resp):

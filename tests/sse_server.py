@@ -435,5 +435,42 @@ def main(argv=None):
     return 0
 
 
+# --- GET requests served from the queue (model lists) ------------------------
+# A GET of any path but /__requests is recorded like a POST and answered with
+# the next reply of the queue (e.g. `models_reply`); with an empty queue it is
+# still a 404 and not recorded, as before.
+
+def models_reply(ids, style="openai", has_more=False):
+    """A model list as GET {base}/models (OpenAI) or /v1/models (Anthropic) answers it."""
+    if style == "anthropic":
+        data = [{"type": "model", "id": i, "display_name": i, "created_at": "2026-01-01T00:00:00Z"}
+                for i in ids]
+        return {"status": 200, "body": {"data": data, "has_more": has_more,
+                                        "first_id": ids[0] if ids else None,
+                                        "last_id": ids[-1] if ids else None}}
+    return {"status": 200, "body": {"object": "list", "data": [
+        {"id": i, "object": "model", "created": 1, "owned_by": "test"} for i in ids]}}
+
+
+def _do_get_queued(self):
+    if self.path == "/__requests":
+        return _plain_get(self)
+    srv = self.server.owner
+    with srv._lock:
+        rep = srv.queue.pop(0) if srv.queue else None
+        if rep is not None:
+            srv.requests.append(Request("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, b""))
+    if rep is None:
+        return _plain_get(self)
+    try:
+        self._serve(rep)
+    except OSError:
+        self.close_connection = True
+
+
+_plain_get = _Handler.do_GET
+_Handler.do_GET = _do_get_queued
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -91,7 +91,7 @@ def srv():
 
 @pytest.fixture
 def env(srv):
-    e = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY,
+    e = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY, OPENAI_MODEL="gpt-4o",
              ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=KEY, TERM="dumb")
     return e
 
@@ -185,15 +185,17 @@ def test_ctrl_c_during_a_streamed_reply_keeps_the_session(isolated, srv, env):
     t.expect("> ")
     [path] = session_files(isolated)
     entries = read_entries(path)
-    assert roles(entries) == ["system", "user", "assistant", "user"]
-    assert entries[-1]["message"]["content"][-1]["text"] == "two, slowly"
+    # the partial reply is kept as an aborted assistant entry (panto-send's Ctrl-C contract)
+    assert roles(entries) == ["system", "user", "assistant", "user", "assistant"]
+    assert entries[-2]["message"]["content"][-1]["text"] == "two, slowly"
+    assert entries[-1]["message"]["stopReason"] == "aborted"
     # the session goes on from there
     t.line("three")
     t.expect("Back again.")
     t.expect("> ")
     assert t.quit() == 0
     entries = read_entries(path)
-    assert roles(entries) == ["system", "user", "assistant", "user", "user", "assistant"]
+    assert roles(entries) == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
     sent = [m for m in srv.requests[2].body["messages"] if m["role"] == "user"]
     assert "two, slowly" in json.dumps(sent) and "three" in json.dumps(sent)
     ok = run(["panto-log", "replay", path])

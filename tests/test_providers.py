@@ -183,9 +183,11 @@ def test_openai_stop_reasons(wire, ours):
     assert run_oa([ch({"content": "a"}), ch(finish=wire)])[1] == ours
 
 
-def test_openai_stream_without_done_is_finalized():
+def test_openai_stream_without_done_is_finalized_after_a_finish_reason():
     acc = oa.Accumulator()
     acc.feed(Event("message", orjson.dumps(ch({"content": "a"}))))
+    assert not acc.done and not acc.ended()  # cut off: no finish_reason yet
+    acc.feed(Event("message", orjson.dumps(ch({}, finish="stop"))))
     assert not acc.done and acc.ended()
     assert acc.result()[0] == [{"type": "text", "text": "a"}]
 
@@ -381,17 +383,20 @@ def test_openai_request_options():
     assert "authorization" not in headers and "stream_options" not in body
     assert body["max_tokens"] == 100 and body["reasoning_effort"] == "high"
     _, _, body = oa.build_request(HISTORY[:2], providers.Options("m", oa.DEFAULT_BASE_URL, max_tokens=5,
-                                                                 reasoning="off"))
+                                                                 reasoning=None))
     assert body["max_completion_tokens"] == 5 and "reasoning_effort" not in body
 
 
 def test_anthropic_request_mapping():
     opts = providers.Options("claude-x", "http://h", api_key="ak", tools=TOOLS, api_version="2099-01-01")
-    url, headers, body = an.build_request(HISTORY, opts)
+    history = [dict(m, provider="anthropic", model="claude-x") if m["role"] == "assistant" else m
+               for m in HISTORY]  # thinking goes back to the model that wrote it
+    url, headers, body = an.build_request(history, opts)
     assert url == "http://h/v1/messages"
     assert headers["x-api-key"] == "ak" and headers["anthropic-version"] == "2099-01-01"
     assert "authorization" not in headers
     assert body["system"] == "be brief" and body["stream"] is True and body["max_tokens"] == an.DEFAULT_MAX_TOKENS
+    assert body["cache_control"] == {"type": "ephemeral"}  # caching is on by default
     assert body["tools"] == [{"name": "bash", "description": "run", "input_schema": TOOLS[0]["parameters"]}]
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "list"}]},
@@ -410,7 +415,7 @@ def test_anthropic_request_mapping():
 
 def test_anthropic_reasoning_budget_and_default_version():
     _, headers, body = an.build_request(HISTORY[:2], providers.Options("c", "http://h", max_tokens=1000,
-                                                                       reasoning="low"))
+                                                                       reasoning=2048))
     assert headers["anthropic-version"] == an.DEFAULT_VERSION
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert body["max_tokens"] > 2048
@@ -482,13 +487,6 @@ def test_error_detail_shapes():
     assert error_detail(b"<html>\n Bad   Gateway </html>") == "<html> Bad Gateway </html>"
 
 
-def test_redact_key_and_key_shaped_tokens():
-    from pantolib.http import redact
-
-    assert "abc123secret" not in redact("echo: Bearer abc123secret!", ["abc123secret"])
-    assert "sk-proj-" not in redact("Incorrect API key provided: sk-proj-abcd****wxyz.", [])
-
-
 def test_retry_after_forms():
     from pantolib.http import retry_after
 
@@ -497,3 +495,60 @@ def test_retry_after_forms():
     assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470.0) == 10.0
     assert retry_after({"retry-after": "soon"}) is None
     assert retry_after({}) is None
+
+
+# --- today's APIs: levels, negotiation, context full -----------------------------------
+
+def test_configure_reasoning_and_cache():
+    _, o, _ = providers.configure(flags(reasoning="OFF"), None, {})
+    assert o.reasoning is None and o.cache == "5m"
+    _, o, _ = providers.configure(flags(provider="anthropic"), None, {"PANTO_REASONING": "30000",
+                                                                      "PANTO_CACHE": "1h"})
+    assert o.reasoning == 30000 and o.cache == "1h"
+    _, o, _ = providers.configure(flags(cache="off"), None, {"PANTO_CACHE": "1h", "OPENAI_REASONING": "max"})
+    assert o.cache == "off" and o.reasoning == "max"
+
+
+class Refused(Exception):
+    def __init__(self, detail, status=400):
+        self.detail, self.status = detail, status
+
+
+def test_openai_negotiation_steps():
+    o = providers.Options("m", oa.DEFAULT_BASE_URL, max_tokens=10, reasoning="high", session_id="s")
+    assert oa.build_request(HISTORY[:2], o)[2]["max_completion_tokens"] == 10
+    assert "max_tokens" in oa.negotiate(Refused("Unsupported parameter: 'max_completion_tokens'"), o)
+    body = oa.build_request(HISTORY[:2], o)[2]
+    assert body["max_tokens"] == 10 and "max_completion_tokens" not in body
+    assert oa.negotiate(Refused("Unsupported parameter: 'max_completion_tokens'"), o) is None  # once
+    assert oa.negotiate(Refused("reasoning_effort is not supported", status=404), o) is None   # not a 400/422
+    assert oa.negotiate(Refused("messages: too long"), o) is None
+
+
+def test_anthropic_negotiation_steps():
+    o = providers.Options("c", "http://h", reasoning="xhigh", cache="1h", tools=TOOLS)
+    assert "24576" in an.negotiate(Refused("output_config.effort: Input should be 'low', 'medium' or 'high'"), o)
+    assert an.build_request(HISTORY[:2], o)[2]["thinking"] == {"type": "enabled", "budget_tokens": 24576}
+    assert "5-minute" in an.negotiate(Refused("tools.0.cache_control.ttl: Extra inputs are not permitted"), o)
+    body = an.build_request(HISTORY[:2], o)[2]
+    assert body["system"] == "be brief" and "cache_control" not in body["tools"][0]
+    assert body["cache_control"] == {"type": "ephemeral"}
+    assert "without prompt caching" in an.negotiate(Refused("cache_control: Extra inputs"), o)
+    assert "cache_control" not in an.build_request(HISTORY[:2], o)[2]
+    assert an.negotiate(Refused("cache_control: Extra inputs"), o) is None
+
+
+@pytest.mark.parametrize("detail, full", [
+    ("prompt is too long: 215000 tokens > 200000 maximum", True),
+    ("This model's maximum context length is 8192 tokens", True),
+    ("the request exceeds the available context size, try increasing it", True),
+    ("max_tokens: must be at most 64000", False),
+])
+def test_context_full_is_recognised(detail, full):
+    assert providers.context_full(Refused(detail)) is full
+    assert providers.context_full(Refused(detail, status=500)) is False
+
+
+def test_one_line():
+    assert providers.one_line("a\n\n b\t\tc ") == "a b c"
+    assert len(providers.one_line("x" * 1000)) == providers.MAX_DETAIL

@@ -138,21 +138,28 @@ def test_garbage_instead_of_sse(srv):
     failed(send(srv, "now", input=BASE), "malformed")
 
 
-def test_ctrl_c_keeps_the_prompt(srv):
+def test_ctrl_c_before_the_reply_keeps_the_prompt(srv):
     srv.push(S.openai_text("never finishes", stall_after=1, stall=20))
     proc = subprocess.Popen([shutil.which("panto-send"), "now"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env_for(srv))
     proc.stdin.write(BASE)
     proc.stdin.close()
-    deadline = time.monotonic() + 10
-    while not srv.requests and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.2)
+    got = b""
+    while got.count(b"\n") < 3:  # the prompt is downstream: the request is under way
+        piece = os.read(proc.stdout.fileno(), 65536)
+        assert piece, "panto-send ended before writing the prompt"
+        got += piece
     proc.send_signal(signal.SIGINT)
     out, err = proc.stdout.read(), proc.stderr.read()
     proc.wait(timeout=10)
-    p = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    failed(p, "interrupted")
+    p = subprocess.CompletedProcess(proc.args, proc.returncode, got + out, err)
+    assert_clean_error(p, status=130, name="panto-send")
+    assert b"interrupted" in err and len(err.rstrip(b"\n").split(b"\n")) == 1, err
+    assert p.stdout.startswith(BASE)
+    out = lines(p.stdout[len(BASE):])
+    assert out[0]["message"]["content"][-1]["text"] == "now"
+    assert all(e["message"]["role"] == "user" or e["message"]["stopReason"] == "aborted" for e in out)
+    secret_free(p)
 
 
 def test_prompt_is_downstream_before_the_request_finishes(srv):
@@ -174,4 +181,4 @@ def test_prompt_is_downstream_before_the_request_finishes(srv):
 
 def test_json_error_with_status_200_instead_of_a_stream(srv):
     srv.push({"status": 200, "body": {"error": {"message": "model is loading", "type": "unavailable"}}})
-    failed(send(srv, "now", input=BASE), "model is loading")
+    failed(send(srv, "now", input=BASE), "the server ignored stream: true")

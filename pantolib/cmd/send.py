@@ -2,6 +2,7 @@
 
 Usage:
   panto-send [options] [PROMPT]
+  panto-send --models [options]
   panto-send -h | --help
   panto-send --version
 
@@ -19,7 +20,10 @@ Options:
   -f, --file FILE       Read the prompt from FILE.
   --tools               Offer the built-in tools (bash, read, write, edit).
   --max-tokens N        Most tokens the reply may use.
-  --reasoning LEVEL     Reasoning effort: off, low, medium or high (Anthropic: or a token budget).
+  --reasoning LEVEL     off, none, minimal, low, medium, high, xhigh or max
+                        (Anthropic: or a number of thinking tokens) (default: PANTO_REASONING).
+  --cache MODE          Prompt caching: 5m, 1h or off (default: PANTO_CACHE, else 5m).
+  --models              List the models the server offers, one per line.
   --quiet               Do not show the reply on stderr.
   --live                Show the reply on stderr even when it is not a terminal.
   --timeout SECONDS     Fail when the server sends nothing for this long [default: 120].
@@ -41,11 +45,21 @@ DEFAULT_SYSTEM = (
 )
 
 
+EXIT_CONTEXT_FULL = 3     # the prompt does not fit the context window: compact and retry
+EXIT_INTERRUPTED = 130    # Ctrl-C while the reply streamed: the partial reply is kept
+
+
+class ContextFull(Exception):
+    """The server refused the request because the prompt is too long for the model."""
+
+
 @cli.command(NAME)
 def main(argv=None):
     args = cli.parse(__doc__, argv)
     opts = _check(args)
-    from pantolib import entries, providers, stream
+    if args["--models"]:
+        return _models(opts)
+    from pantolib import entries, providers, secrets, stream
 
     prompt = args["PROMPT"]
     if args["--file"] is not None:
@@ -59,26 +73,53 @@ def main(argv=None):
     except Exception:
         out.writelines(out_lines)
         raise
+    options.session_id = (session.header or {}).get("id")
     for i, entry in unstamped:  # user entries written by hand go to this model now
         out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model))
-    secrets = [options.api_key] if options.api_key else []
+    keys = secrets.ordered([*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)])
     user = None
     if prompt is not None:
         content = providers.not_run(session.unanswered_tool_uses()) + [entries.text(prompt)]
         user = entries.make_message("user", content, session.leaf, taken, provider=provider,
                                     model=options.model)
-        raw = _redacted(stream.dumps(user), secrets)
+        raw = secrets.redact_bytes(stream.dumps(user), keys)
         session.add(stream.Line(raw, user, stream.ENTRY))
         out_lines.append(raw)
-    out.writelines(out_lines)
-    out.flush()  # the prompt is downstream before anything can go wrong on the network
-    del out_lines
+    state = {}  # the accumulator of the reply, once it streams
+    try:
+        _write_input(out, out_lines)  # downstream before anything can go wrong on the network
+        del out_lines
+        return _turn(args, session, provider, options, key_var, opts, keys, taken, out, state)
+    except KeyboardInterrupt:
+        return _aborted(state.get("acc"), session, taken, provider, options, keys, out)
+    except ContextFull:
+        cli.warn(NAME, f"the prompt is too long for the context window of {options.model} "
+                       "(compact the session: panto-send --compact)")
+        return EXIT_CONTEXT_FULL
 
+
+def _write_input(out, lines):
+    """Write and flush the input and the prompt whole: a Ctrl-C meanwhile is
+    held until the last byte is out, then raised."""
+    import signal
+
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda *_: held.append(True))
+    try:
+        out.writelines(lines)
+        out.flush()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
+
+
+def _turn(args, session, provider, options, key_var, opts, keys, taken, out, state):
+    """Send the conversation and write the reply (the prompt is already out)."""
     leaf = session.leaf_message()
     if leaf is None or leaf["message"]["role"] != "user":
         raise _error("nothing to send: give a PROMPT or -f FILE")
-    if not options.api_key and options.base_url == providers.api_module(options.api).DEFAULT_BASE_URL:
-        raise _error(f"{key_var} is not set (export it, or set a base URL for a server without keys)")
+    _need_key(options, key_var)
     if args["--tools"]:
         from pantolib import tools
 
@@ -88,59 +129,137 @@ def main(argv=None):
     if not args["--quiet"] and (args["--live"] or sys.stderr.isatty()):
         from pantolib.render import Live
 
-        live = Live(sys.stderr, secrets, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
+        live = Live(sys.stderr, keys, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
     try:
-        content, stop, usage = _exchange(provider, options, session.messages(), opts, live, secrets, key_var)
+        content, stop, usage = _exchange(provider, options, session.messages(), opts, live, keys,
+                                         key_var, state)
     finally:
         if live is not None:
             live.end()
-    if live is not None:
-        live.tool_uses(content)
-        live.end()
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the reply is complete: nothing may cut its line
+    _write_reply(out, session, taken, provider, options, keys, content, stop, usage)
+    return cli.OK
+
+
+def _write_reply(out, session, taken, provider, options, keys, content, stop, usage):
+    from pantolib import entries, secrets, stream
+
     reply = entries.make_message("assistant", content, session.leaf, taken)
     msg = reply["message"]
     msg.update(provider=provider, model=options.model, stopReason=stop)
     if usage is not None:
         msg["usage"] = usage
-    out.write(_redacted(stream.dumps(reply), secrets))
-    return cli.OK
+    out.write(secrets.redact_bytes(stream.dumps(reply), keys))
 
 
-def _exchange(provider, options, messages, opts, live, secrets, key_var):
-    """One request, retried without stream_options when a server refuses them."""
-    from pantolib import http, providers
+def _aborted(acc, session, taken, provider, options, keys, out):
+    """Ctrl-C while the reply streamed: keep what arrived as an assistant
+    entry with stopReason "aborted" (tool uses not yet complete are dropped;
+    usage as far as reported), then exit 130. A second Ctrl-C cannot cut it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if acc is not None:
+        if hasattr(acc, "partial"):
+            content, usage = acc.partial()
+        else:
+            content, _, usage = acc.result()
+            content = [b for b in content if b.get("type") != "toolUse"]
+        if content or usage is not None:
+            _write_reply(out, session, taken, provider, options, keys, content, "aborted", usage)
+            out.flush()
+            cli.warn(NAME, "interrupted: the reply so far is kept (stopReason aborted)")
+            return EXIT_INTERRUPTED
+    cli.warn(NAME, "interrupted before the reply began (the prompt is kept)")
+    return EXIT_INTERRUPTED
+
+
+def _need_key(options, key_var):
+    from pantolib import providers
+
+    if not options.api_key and options.base_url == providers.api_module(options.api).DEFAULT_BASE_URL:
+        raise _error(f"{key_var} is not set (export it, or set a base URL for a server without keys)")
+
+
+def _exchange(provider, options, messages, opts, live, keys, key_var, state):
+    """One request; a 400/422 naming an optional field is retried in the older
+    form or without it (the module's negotiate()), once per field."""
+    from pantolib import http, providers, secrets
     from pantolib.errors import ProviderError
 
     mod = providers.api_module(options.api)
-    note = (lambda m: live.note(f"{NAME}: {m}")) if live is not None else None
+    retry_note = (lambda m: live.note(f"{NAME}: {m}")) if live is not None else None
+
+    said = set()
+
+    def note(message):
+        if message in said:  # a note of build_request comes again with each retry
+            return
+        said.add(message)
+        if live is not None:
+            live.note(f"{NAME}: {message}")
+        else:
+            cli.warn(NAME, message)
+
     while True:
         url, headers, body = mod.build_request(messages, options)
+        for n in options.notes:
+            note(n)
+        options.notes.clear()
         req = http.Request(url, headers, body, timeout=opts["timeout"], retries=opts["retries"],
-                           provider=provider, key_var=key_var, secrets=secrets, on_retry=note)
+                           provider=provider, key_var=key_var, secrets=keys, on_retry=retry_note)
         with req:
             try:
                 req.open()
             except http.StatusError as e:
                 change = mod.negotiate(e, options) if hasattr(mod, "negotiate") else None
                 if change:
-                    if note is not None:
-                        note(change)
+                    note(change)
                     continue
-                if provider == "openai" and options.include_usage and mod.rejects_stream_options(e):
-                    options.include_usage = False
-                    continue
+                if providers.context_full(e):
+                    raise ContextFull() from None
                 raise
-            acc = mod.Accumulator(on_text=live and live.text, on_thinking=live and live.thinking)
+            acc = state["acc"] = mod.Accumulator(on_text=live and live.text,
+                                                 on_thinking=live and live.thinking)
             try:
                 return providers.stream_reply(req.chunks(), acc, live and live.flush, name=provider)
             except ProviderError as e:  # an error event may quote the key back
-                raise ProviderError(http.redact(str(e), secrets)) from None
+                raise ProviderError(secrets.redact(str(e), keys, keylike=True)) from None
+
+
+def _models(opts):
+    """panto-send --models: the ids the server's GET /models lists, one per line."""
+    from pantolib import http, providers, secrets
+    from pantolib.terminal import visible_line
+
+    provider, options, key_var = providers.configure(opts, None, os.environ)
+    _need_key(options, key_var)
+    keys = [*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)]
+    url, headers = providers.module(provider).list_models(options)
+    ids, after = [], None
+    for _ in range(100):  # Anthropic pages its list (has_more, last_id)
+        page = http.get_json(url + (f"?after_id={after}" if after else ""), headers,
+                             timeout=opts["timeout"], provider=provider, key_var=key_var, secrets=keys)
+        data = page.get("data") if isinstance(page, dict) else page
+        if not isinstance(data, list):
+            raise _error(f"{provider}: the model list of the server has no 'data' array")
+        ids += [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        after = page.get("last_id") if isinstance(page, dict) and page.get("has_more") is True else None
+        if not isinstance(after, str) or not after:
+            break
+    out = cli.stdout()
+    out.write("".join(visible_line(i) + "\n" for i in ids).encode("utf-8", "replace"))
+    return cli.OK
 
 
 def _check(args):
     """Option values, checked before any input is read (bad ones are usage errors)."""
     from pantolib.errors import UsageError
 
+    if args["--models"] and (args["PROMPT"] is not None or args["--file"] is not None):
+        raise UsageError("--models lists the server's models: it takes no PROMPT or -f FILE")
     if args["PROMPT"] is not None and args["--file"] is not None:
         raise UsageError("give either PROMPT or -f FILE, not both")
     if args["PROMPT"] == "":
@@ -167,7 +286,8 @@ def _check(args):
     if args["--provider"] is not None and args["--provider"] not in NAMES:
         raise UsageError(f"unknown provider '{args['--provider']}' (use openai or anthropic)")
     return {"api": args["--api"], "provider": args["--provider"], "model": args["--model"] or None,
-            "base_url": args["--base-url"] or None, "reasoning": args["--reasoning"] or None,
+            "base_url": args["--base-url"] or None, "reasoning": args["--reasoning"],
+            "cache": args["--cache"],
             "max_tokens": max_tokens, "timeout": timeout, "retries": retries}
 
 
@@ -214,13 +334,6 @@ def _read_input(system_text):
     if session.leaf is None:
         add_system(None)
     return session, out_lines, taken, unstamped
-
-
-def _redacted(raw, secrets):
-    for s in secrets:
-        if s and len(s) >= 4 and s.encode() in raw:
-            raw = raw.replace(s.encode(), b"[redacted]")
-    return raw
 
 
 def _error(message):

@@ -31,6 +31,11 @@ THINKING = ("thinking", "redactedThinking")
 
 NOT_RUN = "tool call not run: the conversation went on without its result"
 
+# --reasoning LEVEL (SPEC 5.1); Anthropic also takes a number of thinking tokens
+LEVELS = ("off", "none", "minimal", "low", "medium", "high", "xhigh", "max")
+MIN_BUDGET = 1024           # the smallest thinking budget Anthropic takes
+CACHE_MODES = ("5m", "1h", "off")
+
 
 class Options:
     """What a request needs besides the conversation.
@@ -39,7 +44,8 @@ class Options:
     "medium", "high", "xhigh", "max", or an int (a thinking budget in tokens).
     cache: "5m", "1h" or "off". session_id: the session's id (OpenAI's
     prompt_cache_key). dropped: names of optional fields a server refused
-    (negotiate() adds them; build_request leaves them out).
+    (negotiate() adds them; build_request leaves them out). notes: lines for
+    stderr that build_request leaves (e.g. thinking left out of one request).
     """
 
     def __init__(self, model, base_url, api_key=None, max_tokens=None, reasoning=None,
@@ -50,6 +56,7 @@ class Options:
         self.api_version, self.include_usage = api_version, include_usage
         self.cache, self.session_id, self.api = cache, session_id, api
         self.dropped = set()
+        self.notes = []
 
 
 def module(provider):
@@ -128,8 +135,10 @@ def configure(flags, active, env):
     first, then the stream's active model (provider, model) or None, then the
     environment.
 
-    `flags` holds api, provider, model, base_url, reasoning, max_tokens (None
-    when not given). Returns (provider name, Options, name of the key
+    `flags` holds api, provider, model, base_url, reasoning, cache, max_tokens
+    (None when not given). Reasoning comes from the flag, then
+    OPENAI_REASONING (OpenAI), then PANTO_REASONING; the cache mode from the
+    flag, then PANTO_CACHE, else "5m". Returns (provider name, Options, name of the key
     variable); `Options.api` is the wire API chosen. Raises UsageError for a
     value no provider knows.
     """
@@ -162,21 +171,109 @@ def configure(flags, active, env):
     if model is None and active and active[0] == provider:
         model = active[1]
     model = model or env.get(prefix + "MODEL") or mod.DEFAULT_MODEL
-    reasoning = flags.get("reasoning")
     max_tokens = flags.get("max_tokens")
-    if provider == "openai":
-        reasoning = reasoning or env.get("OPENAI_REASONING") or None
-        version = None
-    else:
+    version = None
+    if provider == "anthropic":
         version = env.get("ANTHROPIC_API_VERSION") or None
         if max_tokens is None and env.get("ANTHROPIC_MAX_TOKENS"):
             max_tokens = positive_int(env["ANTHROPIC_MAX_TOKENS"], "ANTHROPIC_MAX_TOKENS")
-        if reasoning and reasoning not in ("off", *mod.BUDGETS) and not reasoning.isdigit():
-            raise UsageError(f"--reasoning '{reasoning}' is not off, {', '.join(mod.BUDGETS)} "
-                             "or a number of tokens")
+    reasoning = _setting(flags.get("reasoning"), "--reasoning", env,
+                         ("OPENAI_REASONING",) if provider == "openai" else (), "PANTO_REASONING")
+    if reasoning is not None:
+        reasoning = reasoning_level(reasoning[0], provider, reasoning[1])
+    cache = _setting(flags.get("cache"), "--cache", env, (), "PANTO_CACHE")
+    if cache is not None and cache[0] not in CACHE_MODES:
+        raise UsageError(f"{cache[1]} '{cache[0]}' is not one of {', '.join(CACHE_MODES)}")
     opts = Options(model, base, api_key=env.get(mod.KEY_VAR) or None, max_tokens=max_tokens,
-                   reasoning=reasoning, api_version=version, api=api)
+                   reasoning=reasoning, api_version=version, api=api,
+                   cache=cache[0] if cache else "5m")
     return provider, opts, mod.KEY_VAR
+
+
+def _setting(flag, flag_name, env, own_vars, common_var):
+    """(value, where it came from) of the first that is set: the flag, the
+    provider's own variables, the common one; None when none is."""
+    if flag is not None and flag != "":
+        return flag, flag_name
+    for var in (*own_vars, common_var):
+        if env.get(var):
+            return env[var], var
+    return None
+
+
+def reasoning_level(text, provider, where="--reasoning"):
+    """A --reasoning value as Options takes it: None for off, a level, or an
+    int budget (Anthropic only). UsageError for anything else (SPEC 5.1)."""
+    from pantolib.errors import UsageError
+
+    value = text.strip().lower()
+    if value == "off":
+        return None
+    if value in LEVELS:
+        return value
+    if value.isdigit() and value.isascii():
+        if provider != "anthropic":
+            raise UsageError(f"{where} '{text}': a number of thinking tokens is for Anthropic only "
+                             f"(use one of {', '.join(LEVELS)})")
+        n = int(value)
+        if n < MIN_BUDGET:
+            raise UsageError(f"{where} '{text}': a thinking budget is at least {MIN_BUDGET} tokens")
+        return n
+    extra = " or a number of thinking tokens" if provider == "anthropic" else ""
+    raise UsageError(f"{where} '{text}' is not one of {', '.join(LEVELS)}{extra}")
+
+
+# What servers say when the prompt does not fit the model's context window.
+_CONTEXT_FULL = ("prompt is too long", "maximum context length", "context length exceeded",
+                 "context_length_exceeded", "exceeds the context window", "exceeds the available context",
+                 "exceed context window", "context window of", "too many tokens in the prompt",
+                 "input is too long")
+
+
+def context_full(err):
+    """True for an HTTP 400/413 whose message says the prompt is too long for the context window."""
+    if getattr(err, "status", None) not in (400, 413):
+        return False
+    detail = (getattr(err, "detail", "") or "").lower()
+    return any(p in detail for p in _CONTEXT_FULL)
+
+
+def refused_field(err, fields):
+    """The first of `fields` that a 400/422 error's message names, or None."""
+    import re
+
+    if getattr(err, "status", None) not in (400, 422):
+        return None
+    detail = getattr(err, "detail", "") or ""
+    for f in fields:
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(f)}(?![A-Za-z0-9_])", detail):
+            return f
+    return None
+
+
+MAX_DETAIL = 300            # characters of a server's message shown
+
+
+def one_line(text, limit=MAX_DETAIL):
+    """A server's words on one line (SPEC 5.1): whitespace runs, newlines
+    included, collapsed to one space, cut at `limit` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def valid_arguments(text):
+    """Tool-call arguments as they may be sent back: the text itself when it
+    is a JSON object, else "{}" (a malformed one is kept in the session but
+    never sent: every later request would be refused, SPEC 5.3)."""
+    import orjson
+
+    if not text:
+        return "{}"
+    try:
+        v = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return "{}"
+    return text if isinstance(v, dict) else "{}"
 
 
 def default_api(provider, base_url):

@@ -6,6 +6,12 @@ signature, redacted thinking as it came; thinking without a signature, e.g.
 from an OpenAI turn, is left out). Consecutive messages of one role are
 merged, tool results first, because the API wants roles to alternate.
 
+Reasoning (SPEC 5.1): a level -> adaptive thinking shown summarized plus
+`output_config.effort`; a number -> manual thinking with that budget;
+`none` -> thinking disabled. Caching: the top-level automatic
+`cache_control`, and with "1h" also 1-hour breakpoints on the last tool and
+the last system block. negotiate() steps back to the older forms.
+
 Stream: `message_start` and `message_delta` usage are merged field by field
 (later counts are totals, not increments); `ping` and unknown events are
 ignored; `event: error` fails the turn.
@@ -16,20 +22,25 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import normalize
+from pantolib.providers import normalize, one_line, own_thinking, refused_field
 
 NAME = "anthropic"
+API = "anthropic_messages"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-DEFAULT_MODEL = "claude-sonnet-4-20250514"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
 KEY_VAR = "ANTHROPIC_API_KEY"
-# --reasoning LEVEL -> thinking budget in tokens (a number is taken as the budget)
-BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
+# --reasoning LEVEL -> the budget of manual thinking, the older form negotiate() falls back to
+BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576, "xhigh": 24576, "max": 24576}
+EFFORTS = {"minimal": "low"}   # output_config.effort takes low, medium, high, xhigh, max
 
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
-                "max_tokens": "length", "model_context_window_exceeded": "length",
+                "max_tokens": "length", "model_context_window_exceeded": "contextFull",
                 "tool_use": "toolUse", "refusal": "error"}
+# Optional request fields, as a server's error names them, in the order negotiate() tries them
+# (the more precise names first: "thinking.display", "cache_control.ttl")
+_FIELDS = ("output_config", "display", "ttl", "thinking", "cache_control")
 
 _BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -68,9 +79,12 @@ def _block(b):
     return None  # a block type this API has no use for
 
 
-def wire_messages(messages):
-    """Disk-format messages -> (system text or None, the `messages` array)."""
+def wire_messages(messages, model=None):
+    """Disk-format messages -> (system text or None, the `messages` array).
+    Thinking goes back only to the model that wrote it (with `model`)."""
     system, out = [], []
+    if model is not None:
+        messages = own_thinking(messages, NAME, model)
     for m in normalize(messages):
         if m["role"] == "system":
             system += [b["text"] for b in m["content"] if b.get("type") == "text"]
@@ -86,28 +100,100 @@ def wire_messages(messages):
     return ("\n\n".join(system) if system else None), out
 
 
+def _loop_without_thinking(msgs):
+    """True when the request continues a tool loop (it ends with results for
+    the last assistant message's tool uses) whose assistant message holds no
+    thinking: the API refuses thinking there (the loop began without it)."""
+    if len(msgs) < 2 or msgs[-1]["role"] != "user" or msgs[-2]["role"] != "assistant":
+        return False
+    if not any(b["type"] == "tool_result" for b in msgs[-1]["content"]):
+        return False
+    return not any(b["type"] in ("thinking", "redacted_thinking") for b in msgs[-2]["content"])
+
+
+def _thinking(level, opts, msgs):
+    """The thinking fields for a reasoning setting, as this server takes them."""
+    if level is None or "thinking" in opts.dropped:
+        return {}
+    if level == "none":
+        return {"thinking": {"type": "disabled"}}
+    if _loop_without_thinking(msgs):
+        opts.notes.append("thinking left out of this request: the tool loop it continues "
+                          "began without thinking of this model")
+        return {}
+    if isinstance(level, int) or "adaptive" in opts.dropped:
+        budget = level if isinstance(level, int) else BUDGETS[level]
+        return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    adaptive = {"type": "adaptive"}
+    if "display" not in opts.dropped:
+        adaptive["display"] = "summarized"
+    return {"thinking": adaptive, "output_config": {"effort": EFFORTS.get(level, level)}}
+
+
 def build_request(messages, opts):
-    system, msgs = wire_messages(messages)
-    max_tokens = opts.max_tokens or DEFAULT_MAX_TOKENS
-    body = {"model": opts.model, "max_tokens": max_tokens}
+    system, msgs = wire_messages(messages, opts.model)
+    cache = "off" if "cache_control" in opts.dropped else opts.cache
+    long_ttl = cache == "1h" and "ttl" not in opts.dropped
+    body = {"model": opts.model, "max_tokens": opts.max_tokens or DEFAULT_MAX_TOKENS}
+    if cache != "off":
+        body["cache_control"] = {"type": "ephemeral"}
     if system:
-        body["system"] = system
+        if long_ttl:
+            body["system"] = [{"type": "text", "text": system,
+                               "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+        else:
+            body["system"] = system
     body["messages"] = msgs
     body["stream"] = True
-    level = opts.reasoning
-    if level and level != "off":
-        budget = int(level) if str(level).isdigit() else BUDGETS.get(level, BUDGETS["medium"])
-        body["thinking"] = {"type": "enabled", "budget_tokens": max(1024, budget)}
-        if body["max_tokens"] <= body["thinking"]["budget_tokens"]:
-            body["max_tokens"] = body["thinking"]["budget_tokens"] + DEFAULT_MAX_TOKENS
+    body.update(_thinking(opts.reasoning, opts, msgs))
+    budget = body.get("thinking", {}).get("budget_tokens")
+    if budget and body["max_tokens"] <= budget:
+        body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
     if opts.tools:
         body["tools"] = [{"name": t["name"], "description": t.get("description", ""),
                           "input_schema": t["parameters"]} for t in opts.tools]
+        if long_ttl:
+            body["tools"][-1]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
     headers = {"content-type": "application/json", "accept": "text/event-stream",
                "anthropic-version": opts.api_version or DEFAULT_VERSION}
     if opts.api_key:
         headers["x-api-key"] = opts.api_key
     return opts.base_url + "/v1/messages", headers, body
+
+
+def negotiate(err, opts):
+    """Step back from a field a 400/422 names (SPEC 5.1): adaptive thinking ->
+    a thinking budget, then no thinking; the 1-hour TTL -> the 5-minute one,
+    then no caching. Each step once; None when the error is not about them."""
+    field = refused_field(err, _FIELDS)
+    level = opts.reasoning
+    thinking_sent = level is not None and "thinking" not in opts.dropped
+    if field == "display" and thinking_sent and "display" not in opts.dropped and "adaptive" not in opts.dropped:
+        opts.dropped.add("display")
+        return "the server refused thinking 'display': sent adaptive thinking without it"
+    if field in ("output_config", "thinking", "display") and thinking_sent:
+        if level != "none" and not isinstance(level, int) and "adaptive" not in opts.dropped:
+            opts.dropped.add("adaptive")
+            return (f"the server refused adaptive thinking ({field}): "
+                    f"sent a thinking budget of {BUDGETS[level]} tokens instead")
+        opts.dropped.add("thinking")
+        return f"the server refused '{field}': sent without thinking"
+    if field in ("cache_control", "ttl") and opts.cache != "off":
+        if field == "ttl" and opts.cache == "1h" and "ttl" not in opts.dropped:
+            opts.dropped.add("ttl")
+            return "the server refused the 1-hour cache TTL: sent with the 5-minute one"
+        if "cache_control" not in opts.dropped:
+            opts.dropped.add("cache_control")
+            return "the server refused 'cache_control': sent without prompt caching"
+    return None
+
+
+def list_models(opts):
+    """(url, headers) of the server's model list (GET /v1/models)."""
+    headers = {"accept": "application/json", "anthropic-version": opts.api_version or DEFAULT_VERSION}
+    if opts.api_key:
+        headers["x-api-key"] = opts.api_key
+    return opts.base_url + "/v1/models", headers
 
 
 def _nil(*_):
@@ -124,6 +210,7 @@ class Accumulator:
         self.on_text, self.on_thinking = on_text or _nil, on_thinking or _nil
         self.blocks = {}       # wire index -> block being built
         self.order = []        # wire indexes in the order they started
+        self.stopped = set()   # wire indexes whose content_block_stop arrived
         self.usage = None      # merged counts, None until the stream reports some
         self.stop = None
         self.done = False
@@ -139,6 +226,13 @@ class Accumulator:
         if type(obj) is not dict:
             raise ProviderError(f"{NAME}: malformed stream: an event is not a JSON object")
         t = obj.get("type") or ev.event
+        if t in ("content_block_delta", "content_block_start", "content_block_stop"):
+            i = obj.get("index")
+            if type(i) is not int:
+                raise ProviderError(f"{NAME}: malformed stream: a {t} event's index is "
+                                    f"{_kind(i)}, not a number")
+            if t == "content_block_stop":
+                self.stopped.add(i)
         if t == "content_block_delta":
             self._delta(obj)
         elif t == "content_block_start":
@@ -158,7 +252,7 @@ class Accumulator:
             err = obj.get("error")
             msg = err.get("message") if isinstance(err, dict) else None
             kind = err.get("type") if isinstance(err, dict) else None
-            raise ProviderError(f"{NAME}: error in the stream: {msg or kind or 'unknown error'}")
+            raise ProviderError(f"{NAME}: error in the stream: {one_line(msg or kind or 'unknown error')}")
         # content_block_stop, ping and event types added later need nothing
 
     def _usage(self, u):
@@ -226,11 +320,28 @@ class Accumulator:
         """Whether the stream said enough to finish the turn (message_stop or a stop reason)."""
         return self.done or self.stop is not None
 
+    def partial(self):
+        """(content, usage or None) of a reply cut short by the user: what has
+        arrived, without tool uses whose block is not complete."""
+        return self._content(complete_only=True), self._usage_dict()
+
+    def _usage_dict(self):
+        return usage_dict(**self.usage) if self.usage is not None else None
+
     def result(self):
+        content = self._content()
+        stop = STOP_REASONS.get(self.stop) if self.stop else None
+        if stop is None:
+            stop = "toolUse" if any(b["type"] == "toolUse" for b in content) else "stop"
+        return content, stop, self._usage_dict()
+
+    def _content(self, complete_only=False):
         content = []
         for i in self.order:
             b = self.blocks[i]
             t = b["type"]
+            if complete_only and t == "toolUse" and i not in self.stopped:
+                continue
             if t == "text":
                 s = "".join(b["parts"])
                 if s:  # an empty text block would be refused when sent back
@@ -245,8 +356,9 @@ class Accumulator:
             else:
                 content.append({"type": "toolUse", "id": b["id"], "name": b["name"],
                                 "input": "".join(b["parts"]) or b["start"] or "{}"})
-        stop = STOP_REASONS.get(self.stop) if self.stop else None
-        if stop is None:
-            stop = "toolUse" if any(b["type"] == "toolUse" for b in content) else "stop"
-        usage = usage_dict(**self.usage) if self.usage is not None else None
-        return content, stop, usage
+        return content
+
+
+def _kind(v):
+    return "missing" if v is None else f"a JSON {type(v).__name__}".replace("dict", "object").replace(
+        "list", "array").replace(" str", " string")

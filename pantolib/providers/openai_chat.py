@@ -1,11 +1,15 @@
 """OpenAI chat completions (and every server that speaks it): request and stream.
 
 Request: `stream: true` with `stream_options.include_usage`, system text as
-a `system` message, tool uses as `tool_calls`, tool results as `role: tool`
-messages; thinking is not sent (the API has no field for it).
+a `system` message, tool uses as `tool_calls` (arguments that are not a JSON
+object go as `{}`), tool results as `role: tool` messages; thinking is not
+sent (the API has no field for it). `reasoning_effort` for --reasoning,
+`prompt_cache_key` = the session id unless caching is off. negotiate()
+drops what a server refuses.
 
 Stream: chunks are read up to `data: [DONE]`; the usage chunk comes after
-the one with `finish_reason`. Tool calls arrive in fragments keyed by
+the one with `finish_reason`, and a stream that ends before any
+`finish_reason` was cut off. Tool calls arrive in fragments keyed by
 `index`; `reasoning_content` / `reasoning` deltas (llama.cpp, vLLM,
 DeepSeek) become a thinking block; an `error` object fails the turn.
 """
@@ -15,12 +19,16 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import normalize
+from pantolib.providers import normalize, one_line, own_thinking, refused_field, valid_arguments
 
 NAME = "openai"
+API = "openai_chat"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_MODEL = "gpt-4o"
+DEFAULT_MODEL = "gpt-5.6-terra"
 KEY_VAR = "OPENAI_API_KEY"
+# Optional request fields negotiate() can do without (max_completion_tokens: as max_tokens)
+_FIELDS = ("stream_options", "include_usage", "reasoning_effort", "prompt_cache_key",
+           "max_completion_tokens")
 
 STOP_REASONS = {"stop": "stop", "length": "length", "tool_calls": "toolUse",
                 "function_call": "toolUse", "content_filter": "error", "error": "error"}
@@ -33,9 +41,11 @@ def _content(blocks):
     return [{"type": "text", "text": t} for t in texts]
 
 
-def wire_messages(messages):
+def wire_messages(messages, model=None):
     """Disk-format messages -> the `messages` array of a chat completions request."""
     out = []
+    if model is not None:
+        messages = own_thinking(messages, NAME, model)
     for m in normalize(messages):
         role, blocks = m["role"], m["content"]
         if role == "system":
@@ -44,7 +54,7 @@ def wire_messages(messages):
         elif role == "assistant":
             msg = {"role": "assistant", "content": _content(blocks) or None}
             calls = [{"id": b["id"], "type": "function",
-                      "function": {"name": b["name"], "arguments": b["input"] or "{}"}}
+                      "function": {"name": b["name"], "arguments": valid_arguments(b["input"])}}
                      for b in blocks if b.get("type") == "toolUse"]
             if calls:
                 msg["tool_calls"] = calls
@@ -62,15 +72,17 @@ def wire_messages(messages):
 
 
 def build_request(messages, opts):
-    body = {"model": opts.model, "messages": wire_messages(messages), "stream": True}
-    if opts.include_usage:
+    body = {"model": opts.model, "messages": wire_messages(messages, opts.model), "stream": True}
+    if opts.include_usage and "stream_options" not in opts.dropped:
         body["stream_options"] = {"include_usage": True}
     if opts.max_tokens:
         # api.openai.com wants the newer name; most compatible servers know only the older one
-        key = "max_completion_tokens" if "api.openai.com" in opts.base_url else "max_tokens"
-        body[key] = opts.max_tokens
-    if opts.reasoning and opts.reasoning != "off":
+        newer = "api.openai.com" in opts.base_url and "max_completion_tokens" not in opts.dropped
+        body["max_completion_tokens" if newer else "max_tokens"] = opts.max_tokens
+    if opts.reasoning is not None and "reasoning_effort" not in opts.dropped:
         body["reasoning_effort"] = opts.reasoning
+    if opts.cache != "off" and opts.session_id and "prompt_cache_key" not in opts.dropped:
+        body["prompt_cache_key"] = opts.session_id
     if opts.tools:
         body["tools"] = [{"type": "function", "function": {
             "name": t["name"], "description": t.get("description", ""), "parameters": t["parameters"]}}
@@ -81,9 +93,38 @@ def build_request(messages, opts):
     return opts.base_url + "/chat/completions", headers, body
 
 
-def rejects_stream_options(err):
-    """True for a 400/422 whose message names stream_options (some servers refuse it)."""
-    return getattr(err, "status", None) in (400, 422) and "stream_options" in (err.detail or "")
+def negotiate(err, opts):
+    """Leave out (or send in the older form) a field a 400/422 names, once each
+    (SPEC 5.1); None when the error is not about one of them."""
+    field = refused_field(err, _FIELDS)
+    if field is None:
+        return None
+    if field in ("stream_options", "include_usage"):
+        if "stream_options" in opts.dropped or not opts.include_usage:
+            return None
+        opts.dropped.add("stream_options")
+        return "the server refused 'stream_options': sent without it (usage of this turn unknown)"
+    if field in opts.dropped:
+        return None
+    if field == "max_completion_tokens":
+        if not opts.max_tokens:
+            return None
+        opts.dropped.add(field)
+        return "the server refused 'max_completion_tokens': sent as 'max_tokens'"
+    if field == "reasoning_effort" and opts.reasoning is None:
+        return None
+    if field == "prompt_cache_key" and (opts.cache == "off" or not opts.session_id):
+        return None
+    opts.dropped.add(field)
+    return f"the server refused '{field}': sent without it"
+
+
+def list_models(opts):
+    """(url, headers) of the server's model list (GET {base}/models)."""
+    headers = {"accept": "application/json"}
+    if opts.api_key:
+        headers["authorization"] = f"Bearer {opts.api_key}"
+    return opts.base_url + "/models", headers
 
 
 def _int(obj, key):
@@ -92,10 +133,13 @@ def _int(obj, key):
 
 
 def map_usage(u):
-    """OpenAI usage -> panto usage: prompt tokens split into fresh input and cache reads."""
-    cached = _int(u.get("prompt_tokens_details"), "cached_tokens")
-    return usage_dict(input=max(0, _int(u, "prompt_tokens") - cached),
-                      output=_int(u, "completion_tokens"), cache_read=cached,
+    """OpenAI usage -> panto usage: prompt tokens split into fresh input, cache
+    reads and cache writes (GPT-5.6 and later bill those on their own)."""
+    details = u.get("prompt_tokens_details")
+    cached = _int(details, "cached_tokens")
+    written = _int(details, "cache_write_tokens")
+    return usage_dict(input=max(0, _int(u, "prompt_tokens") - cached - written),
+                      output=_int(u, "completion_tokens"), cache_read=cached, cache_write=written,
                       reasoning=_int(u.get("completion_tokens_details"), "reasoning_tokens"))
 
 
@@ -129,7 +173,7 @@ class Accumulator:
         err = obj.get("error")
         if err:
             msg = err.get("message") if isinstance(err, dict) else str(err)
-            raise ProviderError(f"{NAME}: error in the stream: {msg or err}")
+            raise ProviderError(f"{NAME}: error in the stream: {one_line(msg or err)}")
         u = obj.get("usage")
         choices = obj.get("choices")
         if not choices or type(choices) is not list:
@@ -194,22 +238,37 @@ class Accumulator:
             call["args"] = [orjson.dumps(args).decode()]
 
     def ended(self):
-        """A stream cut short of [DONE] is finished with what arrived (SPEC)."""
-        return self.done or self.events > 0
+        """A stream cut short of [DONE] is finished with what arrived once a
+        finish_reason came; before any, it was cut off (SPEC 5.3)."""
+        return self.done or self.finish is not None
+
+    def partial(self):
+        """(content, usage or None) of a reply cut short by the user: text and
+        thinking so far; tool calls only once the finish_reason closed them."""
+        content = self._content(with_tools=self.finish is not None)
+        return content, (map_usage(self.usage) if self.usage is not None else None)
 
     def result(self):
-        content = []
-        for kind, v in self.blocks:
-            if kind == "text":
-                content.append({"type": "text", "text": "".join(v)})
-            elif kind == "thinking":
-                content.append({"type": "thinking", "thinking": "".join(v)})
-            else:
-                content.append({"type": "toolUse", "id": v["id"] or "call_" + os.urandom(6).hex(),
-                                "name": v["name"], "input": "".join(v["args"]) or "{}"})
+        content = self._content()
         has_tools = any(b["type"] == "toolUse" for b in content)
         stop = STOP_REASONS.get(self.finish) if self.finish else None
         if stop is None:
             stop = "toolUse" if has_tools else "stop"
         usage = map_usage(self.usage) if self.usage is not None else None
         return content, stop, usage
+
+    def _content(self, with_tools=True):
+        content = []
+        for kind, v in self.blocks:
+            if kind == "toolUse" and not with_tools:
+                continue
+            if kind == "text":
+                content.append({"type": "text", "text": "".join(v)})
+            elif kind == "thinking":
+                content.append({"type": "thinking", "thinking": "".join(v)})
+            else:
+                if not v["id"]:
+                    v["id"] = "call_" + os.urandom(6).hex()
+                content.append({"type": "toolUse", "id": v["id"], "name": v["name"],
+                                "input": "".join(v["args"]) or "{}"})
+        return content

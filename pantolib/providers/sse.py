@@ -10,7 +10,9 @@ character cut across reads is whole again once its line is, and text such
 as U+2028 is never taken for a line end (no `str.splitlines` anywhere).
 
 `data` is handed on as bytes (orjson parses bytes directly); `event` is a
-str ("message" when the server named none).
+str ("message" when the server named none). A line that arrives in many
+reads is kept as a list of pieces and joined once, when its end arrives, so
+the work stays linear in its length.
 """
 
 _BOM = b"\xef\xbb\xbf"
@@ -30,7 +32,8 @@ class Parser:
     """Feed it byte chunks in arrival order; it returns the events completed."""
 
     def __init__(self):
-        self._buf = b""
+        self._buf = b""           # the start of an unfinished line ...
+        self._more = []           # ... and the pieces of it that came after
         self._cr = False          # the last chunk ended in CR: a leading LF is its pair
         self._start = True        # a UTF-8 BOM may open the stream
         self._event = ""
@@ -46,7 +49,14 @@ class Parser:
         if b"\r" in chunk:
             self._cr = chunk[-1:] == b"\r"
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buf = self._buf + chunk if self._buf else chunk
+        if (self._buf or self._more) and b"\n" not in chunk:
+            self._more.append(chunk)  # still inside one line: join nothing yet
+            return []
+        if self._more:
+            buf = b"".join([self._buf, *self._more, chunk])
+            self._more = []
+        else:
+            buf = self._buf + chunk if self._buf else chunk
         if self._start:
             if len(buf) < 3 and _BOM.startswith(buf):
                 self._buf = buf
@@ -79,7 +89,7 @@ class Parser:
 
     def close(self):
         """End of stream: an unfinished event is discarded (WHATWG); nothing to return."""
-        self._buf, self._data, self._event = b"", [], ""
+        self._buf, self._more, self._data, self._event = b"", [], [], ""
         return []
 
 

@@ -287,16 +287,9 @@ def default_api(provider, base_url):
         host = (urlsplit(base_url).hostname or "").lower()
     except ValueError:
         host = ""
-    if host == "api.openai.com" and "openai_responses" in _available():
+    if host == "api.openai.com":
         return "openai_responses"
     return "openai_chat"
-
-
-def _available():
-    """The wire API modules present in this install."""
-    import importlib.util
-
-    return [a for a in APIS if importlib.util.find_spec(f"pantolib.providers.{a}") is not None]
 
 
 def positive_int(text, what):

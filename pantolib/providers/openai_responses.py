@@ -139,6 +139,11 @@ def negotiate(err, opts):
     return None
 
 
+def rejects_stream_options(err):
+    """The Responses API has no stream_options (usage always comes with the reply)."""
+    return False
+
+
 def _count(obj, key):
     v = obj.get(key) if isinstance(obj, dict) else None
     return v if type(v) is int and v > 0 else 0

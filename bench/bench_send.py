@@ -83,6 +83,30 @@ def timed(cmd, env):
     return first - t0, t_end - first
 
 
+def compare(srv, cmds, env, short, long_, runs, events):
+    """Run each command of `cmds` (name -> argv; "panto-send" and "reference")
+    against the short and the long reply, interleaved, and print the medians
+    and the ratios of panto-send to the reference."""
+    ttfb = {k: [] for k in cmds}
+    rate = {k: [] for k in cmds}
+    for _ in range(runs):  # interleaved, so drift hits both alike
+        for name, cmd in cmds.items():
+            srv.push(short)
+            ttfb[name].append(timed(cmd, env)[0])
+        for name, cmd in cmds.items():
+            srv.push(long_)
+            rate[name].append(timed(cmd, env)[1])
+    med = {k: (statistics.median(ttfb[k]), statistics.median(rate[k])) for k in cmds}
+    for k, (t, r) in med.items():
+        print(f"{k:11s} first byte {t * 1000:7.1f} ms   {events} events {r * 1000:7.1f} ms "
+              f"({events / r:,.0f} events/s, {r / events * 1e6:.2f} us/event)")
+    t_ratio = med["panto-send"][0] / med["reference"][0]
+    e_ratio = med["panto-send"][1] / med["reference"][1]
+    print(f"ratio first byte  {t_ratio:.2f}x  (target <= 1.20x)  {'ok' if t_ratio <= 1.2 else 'OVER'}")
+    print(f"ratio per event   {e_ratio:.2f}x  (target <= 1.15x)  {'ok' if e_ratio <= 1.15 else 'OVER'}")
+    return t_ratio, e_ratio
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, default=20000)
@@ -93,24 +117,7 @@ def main():
         env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY="none", PANTO_API_STYLE="openai_chat")
         cmds = {"panto-send": [send, "--live", "hi"],
                 "reference": [sys.executable, "-c", REFERENCE, srv.url + "/v1/chat/completions"]}
-        short, long_ = stream(10), stream(a.events)
-        ttfb = {k: [] for k in cmds}
-        rate = {k: [] for k in cmds}
-        for _ in range(a.runs):  # interleaved, so drift hits both alike
-            for name, cmd in cmds.items():
-                srv.push(short)
-                ttfb[name].append(timed(cmd, env)[0])
-            for name, cmd in cmds.items():
-                srv.push(long_)
-                rate[name].append(timed(cmd, env)[1])
-    med = {k: (statistics.median(ttfb[k]), statistics.median(rate[k])) for k in cmds}
-    for k, (t, r) in med.items():
-        print(f"{k:11s} first byte {t * 1000:7.1f} ms   {a.events} events {r * 1000:7.1f} ms "
-              f"({a.events / r:,.0f} events/s, {r / a.events * 1e6:.2f} us/event)")
-    t_ratio = med["panto-send"][0] / med["reference"][0]
-    e_ratio = med["panto-send"][1] / med["reference"][1]
-    print(f"ratio first byte  {t_ratio:.2f}x  (target <= 1.20x)  {'ok' if t_ratio <= 1.2 else 'OVER'}")
-    print(f"ratio per event   {e_ratio:.2f}x  (target <= 1.15x)  {'ok' if e_ratio <= 1.15 else 'OVER'}")
+        compare(srv, cmds, env, stream(10), stream(a.events), a.runs, a.events)
 
 
 if __name__ == "__main__":

@@ -216,6 +216,26 @@ def test_items_only_in_the_final_response_are_kept(srv):
     assert msg["content"] == [{"type": "text", "text": "all at once"}]
 
 
+def test_partial_reply_keeps_text_and_finished_calls_only():
+    """What a reply cut short by the user keeps (stopReason aborted, SPEC 5.1)."""
+    from pantolib.providers import openai_responses as M, sse
+
+    s = R.Stream()
+    s.reasoning(["Plan."], ENC)
+    s.function_call("call_done", "bash", '{"command": "ls"}')
+    s.message("Half a sent")
+    steps = s.function_call_steps("call_half", "read", '{"path": "a.py"}')
+    next(steps), next(steps)
+    acc = M.Accumulator()
+    for ev in sse.events(c.encode() for c in s.cut()["chunks"]):
+        acc.feed(ev)
+    assert not acc.ended()
+    content, usage = acc.partial()
+    assert [b["type"] for b in content] == ["thinking", "toolUse", "text"]
+    assert content[1]["id"] == "call_done" and content[2]["text"] == "Half a sent"
+    assert usage is None
+
+
 # --- requests --------------------------------------------------------------------------
 
 def conversation():
@@ -391,6 +411,15 @@ def test_failure_fails_the_turn_and_keeps_the_prompt(srv, case):
     out = lines(p.stdout)
     assert [e["message"]["role"] for e in out if e.get("type") == "message"] == ["system", "user"]
     assert out[-1]["message"]["content"] == [{"type": "text", "text": "keep this prompt"}]
+
+
+def test_error_event_quoting_the_key_is_redacted(srv):
+    from test_send import KEY
+
+    srv.push(R.Stream().error(f"Incorrect API key provided: {KEY}.", "invalid_api_key"))
+    p = respond(srv, "hi")
+    assert_clean_error(p, 1, "panto-send")
+    assert KEY.encode() not in p.stderr + p.stdout and b"[redacted]" in p.stderr
 
 
 def test_sdk_also_fails_on_the_failure_events(srv):

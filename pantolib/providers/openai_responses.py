@@ -39,13 +39,13 @@ _REFUSABLE = (("include", re.compile(r"\binclude\b|reasoning\.encrypted_content"
 
 
 def _arguments(text):
-    """Tool arguments as sent: the raw JSON text, or {} when it is not valid JSON
+    """Tool arguments as sent: the raw JSON text when it is a JSON object, else {}
     (a server refuses every later request that carries broken arguments)."""
     try:
-        orjson.loads(text)
-    except (orjson.JSONDecodeError, TypeError):
+        v = orjson.loads(text) if text else None
+    except orjson.JSONDecodeError:
         return "{}"
-    return text
+    return text if isinstance(v, dict) else "{}"
 
 
 def _assistant_items(blocks):
@@ -358,6 +358,17 @@ class Accumulator:
         """Only response.completed or response.incomplete ends a reply: a stream cut
         before either fails the turn."""
         return self.done
+
+    def partial(self):
+        """(content, usage or None) of a reply cut short by the user: what has
+        arrived, without function calls whose item is not done."""
+        content = []
+        for i in sorted(self.items):
+            item = self.items[i]
+            if item.type != "function_call" or item.done is not None:
+                content += item.blocks()
+        u = (self.response or {}).get("usage")
+        return content, map_usage(u) if isinstance(u, dict) else None
 
     def result(self):
         content = []

@@ -236,6 +236,41 @@ def test_partial_reply_keeps_text_and_finished_calls_only():
     assert usage is None
 
 
+EVENT_TYPES = ["response.output_item.added", "response.output_item.done", "response.content_part.added",
+               "response.output_text.delta", "response.refusal.delta", "response.reasoning_summary_text.delta",
+               "response.reasoning_text.delta", "response.function_call_arguments.delta",
+               "response.function_call_arguments.done", "response.completed", "response.incomplete",
+               "response.failed", "error", ["not", "a", "type"]]
+ODD = [None, [], {}, 7, "x", [1], {"type": []}, True]
+
+
+def test_hostile_event_fields_never_crash():
+    """Every handled event with fields of the wrong type: ignored, or a ProviderError."""
+    from pantolib.errors import ProviderError
+    from pantolib.providers import openai_responses as M
+    from pantolib.providers.sse import Event
+
+    fields = ["output_index", "item", "item_id", "content_index", "summary_index", "part", "delta",
+              "arguments", "response", "error", "message", "code"]
+    for t in EVENT_TYPES:
+        for odd in ODD:
+            acc = M.Accumulator()
+            for f in fields:
+                obj = {"type": t, "sequence_number": 1, "output_index": 0, f: odd}
+                if f == "item" or f == "response":
+                    obj[f] = {"type": odd, "id": odd, "call_id": odd, "name": odd, "arguments": odd,
+                              "content": odd, "summary": odd, "encrypted_content": odd, "usage": odd,
+                              "incomplete_details": {"reason": odd}, "output": [odd], "status": odd,
+                              "error": odd}
+                try:
+                    acc.feed(Event("message", orjson.dumps(obj)))
+                except ProviderError:
+                    pass
+            content, stop, usage = acc.result()
+            assert all(isinstance(b.get(k), str) for b in content for k in b if k != "type")
+            assert stop in ("stop", "toolUse", "length", "error")
+
+
 # --- requests --------------------------------------------------------------------------
 
 def conversation():

@@ -168,18 +168,23 @@ def _nil(*_):
     pass
 
 
+def _str(v):
+    """A string field of the wire, or "" for anything else (hostile input stays harmless)."""
+    return v if isinstance(v, str) else ""
+
+
 class _Item:
     """One output item while it streams: its parts as they arrive, and the
     complete item once `response.output_item.done` brings it."""
     __slots__ = ("type", "id", "parts", "summary", "reasoning", "args", "call_id", "name", "done")
 
     def __init__(self, item):
-        self.type, self.id = item.get("type"), item.get("id")
+        self.type, self.id = _str(item.get("type")), _str(item.get("id"))
         self.parts = {}       # content index -> [kind ("output_text"|"refusal"), [pieces]]
         self.summary = {}     # summary index -> [pieces]
         self.reasoning = []   # raw reasoning text pieces (servers that stream it)
         self.args = []
-        self.call_id, self.name = item.get("call_id") or "", item.get("name") or ""
+        self.call_id, self.name = _str(item.get("call_id")), _str(item.get("name"))
         if isinstance(item.get("arguments"), str):
             self.args.append(item["arguments"])
         self.done = None
@@ -202,16 +207,16 @@ class _Item:
             sig = done.get("encrypted_content")
             if isinstance(sig, str) and sig:
                 blk["signature"] = sig
-            item_id = done.get("id") or self.id
-            if isinstance(item_id, str) and item_id:
+            item_id = _str(done.get("id")) or self.id
+            if item_id:
                 blk["itemId"] = item_id
             return [blk] if thinking or "signature" in blk else []
         if self.type == "function_call":
             args = done.get("arguments")
             if not isinstance(args, str):
                 args = "".join(self.args)
-            return [{"type": "toolUse", "id": done.get("call_id") or self.call_id,
-                     "name": done.get("name") or self.name, "input": args or "{}"}]
+            return [{"type": "toolUse", "id": _str(done.get("call_id")) or self.call_id,
+                     "name": _str(done.get("name")) or self.name, "input": args or "{}"}]
         return []
 
     def _texts(self, content):
@@ -244,8 +249,7 @@ class Accumulator:
                                 f"({ev.data[:60].decode('utf-8', 'replace')!r})") from None
         if type(obj) is not dict:
             raise ProviderError(f"{NAME}: malformed stream: an event is not a JSON object")
-        t = obj.get("type") or ev.event
-        handler = _HANDLERS.get(t)
+        handler = _HANDLERS.get(_str(obj.get("type")) or ev.event)
         if handler is not None:
             handler(self, obj)
         # response.created, in_progress, *.done of parts and every event type added later need nothing
@@ -254,10 +258,11 @@ class Accumulator:
         """The item an event is about: by output_index, else by item_id."""
         i = obj.get("output_index")
         item = self.items.get(i) if type(i) is int else None
-        if item is None and obj.get("item_id") in self.by_id:
-            item = self.items[self.by_id[obj["item_id"]]]
+        item_id = _str(obj.get("item_id"))
+        if item is None and item_id in self.by_id:
+            item = self.items[self.by_id[item_id]]
         if item is None and type(i) is int:  # a delta before its item: start one
-            item = self.items[i] = _Item({"type": _DELTA_TYPES.get(obj.get("type")), "id": obj.get("item_id")})
+            item = self.items[i] = _Item({"type": _DELTA_TYPES.get(_str(obj.get("type"))), "id": item_id})
         return item
 
     def _added(self, obj):
@@ -265,8 +270,8 @@ class Accumulator:
         if type(i) is not int or not isinstance(item, dict):
             return
         self.items[i] = _Item(item)
-        if isinstance(item.get("id"), str):
-            self.by_id[item["id"]] = i
+        if self.items[i].id:
+            self.by_id[self.items[i].id] = i
 
     def _item_done(self, obj):
         i, item = obj.get("output_index"), obj.get("item")
@@ -276,8 +281,8 @@ class Accumulator:
             self._added(obj)
         it = self.items[i]
         it.done = item
-        if it.type is None:
-            it.type = item.get("type")
+        if not it.type:
+            it.type = _str(item.get("type"))
         if it.type == "message" and not it.parts:  # nothing of it streamed: show it now
             for s in it._texts(item.get("content")):
                 if s:
@@ -332,7 +337,7 @@ class Accumulator:
         self.response = resp if isinstance(resp, dict) else {}
         if obj.get("type") == "response.incomplete" or self.response.get("status") == "incomplete":
             details = self.response.get("incomplete_details")
-            self.incomplete = (details.get("reason") if isinstance(details, dict) else None) or "unknown"
+            self.incomplete = _str(details.get("reason") if isinstance(details, dict) else None) or "unknown"
         output = self.response.get("output")
         for i, item in enumerate(output if isinstance(output, list) else ()):
             # items a server did not stream (or did not finish) are taken from the final output

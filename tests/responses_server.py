@@ -195,6 +195,19 @@ class Stream:
         return reply(list(self.chunks), **kw)
 
 
+def without_final_output(rep):
+    """The reply with `output` left out of its final response event (the SDK then
+    builds the output from the items' done events, as a client must)."""
+    import json
+
+    rep = dict(rep, chunks=list(rep["chunks"]))
+    head, data = rep["chunks"][-1].split("data: ", 1)
+    obj = json.loads(data)
+    obj["response"].pop("output", None)
+    rep["chunks"][-1] = sse(obj, obj["type"])
+    return rep
+
+
 def text(t, usage_=None, **kw):
     s = Stream()
     s.message(t)

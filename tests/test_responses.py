@@ -156,9 +156,12 @@ FIXTURES = [f_text, f_reasoning_then_text, f_parallel_calls, f_text_and_call, f_
             f_two_parts_and_messages, f_reasoning_without_summary, f_incomplete_length, f_incomplete_filter]
 
 
+@pytest.mark.parametrize("bare", [False, True], ids=["", "bare"])
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.__name__[2:] for f in FIXTURES])
-def test_same_message_as_the_official_sdk(srv, fixture):
+def test_same_message_as_the_official_sdk(srv, fixture, bare):
     rep = fixture()
+    if bare:
+        rep = R.without_final_output(rep)
     srv.push(rep)
     msg = reply_of(respond(srv, "--tools", "hi"))
     valid_request(srv.requests[0].body)

@@ -239,6 +239,24 @@ def test_partial_reply_keeps_text_and_finished_calls_only():
     assert usage is None
 
 
+def test_ctrl_c_keeps_the_partial_reply(srv):
+    from test_send_api import _interrupt_when
+
+    s = R.Stream()
+    s.reasoning(["Plan."], ENC)
+    s.message("Half of it", n=20)
+    steps = s.function_call_steps("call_half", "bash", '{"command": "ls"}')
+    next(steps), next(steps)
+    srv.push(s.cut(stall_after=len(s.chunks), stall=30))
+    p = _interrupt_when(srv, ["--api", "openai_responses", "-m", MODEL, "now"], b"", b"Half of it")
+    assert p.returncode == 130, p.stderr
+    msg = lines(p.stdout)[-1]["message"]
+    assert msg["stopReason"] == "aborted"
+    assert msg["content"] == [{"type": "thinking", "thinking": "Plan.", "signature": ENC, "itemId": "rs_68af00"},
+                              {"type": "text", "text": "Half of it"}]
+    assert "usage" not in msg
+
+
 EVENT_TYPES = ["response.output_item.added", "response.output_item.done", "response.content_part.added",
                "response.output_text.delta", "response.refusal.delta", "response.reasoning_summary_text.delta",
                "response.reasoning_text.delta", "response.function_call_arguments.delta",

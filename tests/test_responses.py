@@ -400,7 +400,8 @@ def test_style_variable_selects_responses(srv):
 
 @pytest.mark.parametrize("message,field", [
     ("Unsupported parameter: 'reasoning.effort' is not supported with this model.", "reasoning"),
-    ("Invalid value for 'include': reasoning.encrypted_content is not available", "include")])
+    ("Invalid value for 'include': reasoning.encrypted_content is not available", "include"),
+    ("Encrypted content is not supported with this model.", "include")])
 def test_refused_optional_field_is_dropped_once(srv, message, field):
     srv.push(S.error_reply(400, message, "invalid_request_error"), R.text("fine"))
     p = respond(srv, "--reasoning", "low", "--live", "hi")

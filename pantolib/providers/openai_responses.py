@@ -32,8 +32,9 @@ INCOMPLETE = {"max_output_tokens": "length", "content_filter": "error"}
 SUMMARY_JOIN = "\n\n"  # between the summary parts of one reasoning item, in its thinking block
 
 # Optional fields a server may refuse (400/422 naming them), in the order they are
-# looked for in its message: `include` first, since its value names reasoning too.
-_REFUSABLE = (("include", re.compile(r"\binclude\b|reasoning\.encrypted_content")),
+# looked for in its message: `include` first, since its value names reasoning too
+# (and a model without reasoning answers "Encrypted content is not supported").
+_REFUSABLE = (("include", re.compile(r"\binclude\b|(?i:encrypted[ ._]content)")),
               ("prompt_cache_key", re.compile(r"\bprompt_cache_key\b")),
               ("reasoning", re.compile(r"\breasoning\b")))
 

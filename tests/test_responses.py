@@ -577,3 +577,14 @@ def test_switch_to_chat_completions_sends_no_reasoning(srv, isolated):
     roles = [m["role"] for m in chat.body["messages"]]
     assert roles == ["system", "user", "assistant", "tool"]
     assert chat.body["messages"][2]["tool_calls"][0]["id"] == chat.body["messages"][3]["tool_call_id"] == "call_loop1"
+
+    # a chat completions tool call, then back to Responses: both calls paired, the reasoning of this model kept
+    srv.push(S.openai_tools([("call_chat2", "read", '{"path": "notes.txt"}')]), R.text("ok"))
+    sh(srv, 'panto-send --api openai_chat --tools "and read it" < s.jsonl | panto-tool --yes --quiet > s2.jsonl')
+    sh(srv, f'panto-send --api openai_responses -m {MODEL} --tools < s2.jsonl > s3.jsonl')
+    back = srv.requests[-1]
+    valid_request(back.body)
+    kinds = [(i.get("type") or i["role"], i.get("call_id")) for i in back.body["input"]]
+    assert kinds == [("user", None), ("reasoning", None), ("function_call", "call_loop1"),
+                     ("function_call_output", "call_loop1"), ("assistant", None), ("user", None),
+                     ("function_call", "call_chat2"), ("function_call_output", "call_chat2")]

@@ -315,7 +315,10 @@ def conversation():
          {"type": "text", "text": "From a sibling model."}], "a0000003", "u0000003", model="gpt-other")
     u3 = user("again", "u0000003", "a0000002", model="gpt-other")
     u4 = user("now", "u0000004", "a0000003", model=MODEL)
-    return jsonl(HEADER, sys_, u1, a1, u2, a2, u3, a3_thinking_other_model, u4)
+    a4_cut_short = assistant([{"type": "thinking", "thinking": "", "signature": "ENC-ALONE", "itemId": "rs_4"}],
+                             "a0000004", "u0000004", model=MODEL, stop="length")
+    u5 = user("go on", "u0000005", "a0000004", model=MODEL)
+    return jsonl(HEADER, sys_, u1, a1, u2, a2, u3, a3_thinking_other_model, u4, a4_cut_short, u5)
 
 
 def test_request_items_from_the_conversation(srv):
@@ -335,7 +338,8 @@ def test_request_items_from_the_conversation(srv):
         {"role": "assistant", "content": "Fixed."},
         {"role": "user", "content": [{"type": "input_text", "text": "again"}]},
         {"role": "assistant", "content": "From a sibling model."},
-        {"role": "user", "content": [{"type": "input_text", "text": "now"}]}]
+        {"role": "user", "content": [{"type": "input_text", "text": "now"}]},
+        {"role": "user", "content": [{"type": "input_text", "text": "go on"}]}]
     assert body["include"] == ["reasoning.encrypted_content"]
     assert body["max_output_tokens"] == 900
     assert body["reasoning"] == {"effort": "high", "summary": "auto"}
@@ -343,7 +347,8 @@ def test_request_items_from_the_conversation(srv):
     assert all(t["type"] == "function" and t["strict"] is False and t["parameters"]["type"] == "object"
                for t in body["tools"])
     assert srv.requests[0].headers["authorization"].startswith("Bearer sk-test-")
-    assert b"ANTHROPIC-SIG" not in srv.requests[0].raw and b"ENC-OTHER" not in srv.requests[0].raw
+    for foreign in (b"ANTHROPIC-SIG", b"ENC-OTHER", b"ENC-ALONE"):
+        assert foreign not in srv.requests[0].raw
 
 
 @pytest.mark.parametrize("level,field", [("none", {"effort": "none"}), ("minimal", {"effort": "minimal", "summary": "auto"}),

@@ -62,6 +62,8 @@ def _assistant_items(blocks):
         elif t == "toolUse":
             items.append({"type": "function_call", "call_id": b["id"], "name": b["name"],
                           "arguments": _arguments(b["input"])})
+    while items and items[-1].get("type") == "reasoning":
+        items.pop()  # nothing followed it (a reply cut short): the API refuses it alone
     return items
 
 

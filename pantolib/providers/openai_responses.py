@@ -22,31 +22,19 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError, UsageError
-from pantolib.providers import normalize, own_thinking
+from pantolib.providers import LEVELS, normalize, one_line, own_thinking, refused_field, valid_arguments
 from pantolib.providers.openai_chat import DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_VAR  # noqa: F401
 
 NAME = "openai"
 API = "openai_responses"
-LEVELS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 INCOMPLETE = {"max_output_tokens": "length", "content_filter": "error"}
 SUMMARY_JOIN = "\n\n"  # between the summary parts of one reasoning item, in its thinking block
 
 # Optional fields a server may refuse (400/422 naming them), in the order they are
-# looked for in its message: `include` first, since its value names reasoning too
-# (and a model without reasoning answers "Encrypted content is not supported").
-_REFUSABLE = (("include", re.compile(r"\binclude\b|(?i:encrypted[ ._]content)")),
-              ("prompt_cache_key", re.compile(r"\bprompt_cache_key\b")),
-              ("reasoning", re.compile(r"\breasoning\b")))
-
-
-def _arguments(text):
-    """Tool arguments as sent: the raw JSON text when it is a JSON object, else {}
-    (a server refuses every later request that carries broken arguments)."""
-    try:
-        v = orjson.loads(text) if text else None
-    except orjson.JSONDecodeError:
-        return "{}"
-    return text if isinstance(v, dict) else "{}"
+# looked for in its message. Encrypted content (include's value, or what a model
+# without reasoning says it cannot give) is asked for by `include`.
+_FIELDS = ("include", "prompt_cache_key", "reasoning")
+_ENCRYPTED = re.compile(r"encrypted[ ._]content", re.IGNORECASE)
 
 
 def _assistant_items(blocks):
@@ -61,7 +49,7 @@ def _assistant_items(blocks):
                           "summary": summary})
         elif t == "toolUse":
             items.append({"type": "function_call", "call_id": b["id"], "name": b["name"],
-                          "arguments": _arguments(b["input"])})
+                          "arguments": valid_arguments(b["input"])})
     while items and items[-1].get("type") == "reasoning":
         items.pop()  # nothing followed it (a reply cut short): the API refuses it alone
     return items
@@ -93,8 +81,8 @@ def reasoning_field(level):
     """--reasoning LEVEL -> the `reasoning` object, or None for no field."""
     if level is None or level == "off":
         return None
-    if level not in LEVELS:
-        raise UsageError(f"--reasoning '{level}' is not off or one of {', '.join(LEVELS)} "
+    if level not in LEVELS:  # configure() has checked the user's value: this is a caller's slip
+        raise UsageError(f"--reasoning '{level}' is not one of {', '.join(LEVELS)} "
                          "(a number of tokens is for Anthropic only)")
     if level == "none":
         return {"effort": "none"}
@@ -130,21 +118,16 @@ def build_request(messages, opts):
 def negotiate(err, opts):
     """A 400/422 naming `include`, `prompt_cache_key` or `reasoning`, fields
     sent for optional features: leave that field out of the retry (once)."""
-    if getattr(err, "status", None) not in (400, 422):
-        return None
-    detail = getattr(err, "detail", None) or ""
+    field = refused_field(err, _FIELDS)
+    if field is None or field == "reasoning":
+        if getattr(err, "status", None) in (400, 422) and _ENCRYPTED.search(getattr(err, "detail", "") or ""):
+            field = "include"
     sent = {"include": True, "prompt_cache_key": bool(opts.session_id and opts.cache != "off"),
             "reasoning": reasoning_field(opts.reasoning) is not None}
-    for field, pattern in _REFUSABLE:
-        if sent[field] and field not in opts.dropped and pattern.search(detail):
-            opts.dropped.add(field)
-            return f"the server refused '{field}': sent again without it"
-    return None
-
-
-def rejects_stream_options(err):
-    """The Responses API has no stream_options (usage always comes with the reply)."""
-    return False
+    if field is None or not sent[field] or field in opts.dropped:
+        return None
+    opts.dropped.add(field)
+    return f"the server refused '{field}': sent without it"
 
 
 def _count(obj, key):
@@ -160,11 +143,6 @@ def map_usage(u):
     return usage_dict(input=max(0, _count(u, "input_tokens") - cached - written),
                       output=_count(u, "output_tokens"), cache_read=cached, cache_write=written,
                       reasoning=_count(u.get("output_tokens_details"), "reasoning_tokens"))
-
-
-def _one_line(text, limit=300):
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _nil(*_):
@@ -354,13 +332,13 @@ class Accumulator:
         msg = err.get("message") if isinstance(err, dict) else None
         code = err.get("code") if isinstance(err, dict) else None
         raise ProviderError(f"{NAME}: the response failed: "
-                            + _one_line(f"{msg or 'no reason given'}" + (f" ({code})" if code else "")))
+                            + one_line(f"{msg or 'no reason given'}" + (f" ({code})" if code else "")))
 
     def _error(self, obj):
         err = obj.get("error") if isinstance(obj.get("error"), dict) else obj
         msg, code = err.get("message"), err.get("code")
         raise ProviderError(f"{NAME}: error in the stream: "
-                            + _one_line(f"{msg or code or 'unknown error'}" + (f" ({code})" if msg and code else "")))
+                            + one_line(f"{msg or code or 'unknown error'}" + (f" ({code})" if msg and code else "")))
 
     def ended(self):
         """Only response.completed or response.incomplete ends a reply: a stream cut

@@ -484,6 +484,17 @@ def test_error_event_quoting_the_key_is_redacted(srv):
     assert KEY.encode() not in p.stderr + p.stdout and b"[redacted]" in p.stderr
 
 
+@pytest.mark.parametrize("ending", ["failed", "error"])
+def test_context_window_exceeded_is_a_context_full_reply(srv, ending):
+    """A failed response whose prompt did not fit ends as stopReason contextFull
+    (SPEC 3), so that the session can be compacted and the turn tried again."""
+    s = R.Stream()
+    message = "Your input exceeds the context window of this model. Please adjust your input and try again."
+    srv.push(getattr(s, ending)(message, "context_length_exceeded"))
+    msg = reply_of(respond(srv, "hi"))
+    assert msg["stopReason"] == "contextFull" and msg["content"] == []
+
+
 def test_sdk_also_fails_on_the_failure_events(srv):
     import openai
 

@@ -27,7 +27,8 @@ from pantolib.providers.openai_chat import DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_
 
 NAME = "openai"
 API = "openai_responses"
-INCOMPLETE = {"max_output_tokens": "length", "content_filter": "error"}
+CONTEXT_FULL = "context_length_exceeded"  # the error code of a failed response whose prompt did not fit
+INCOMPLETE = {"max_output_tokens": "length", "content_filter": "error", CONTEXT_FULL: "contextFull"}
 SUMMARY_JOIN = "\n\n"  # between the summary parts of one reasoning item, in its thinking block
 
 # Optional fields a server may refuse (400/422 naming them), in the order they are
@@ -331,12 +332,18 @@ class Accumulator:
         err = resp.get("error") if isinstance(resp, dict) else None
         msg = err.get("message") if isinstance(err, dict) else None
         code = err.get("code") if isinstance(err, dict) else None
+        if code == CONTEXT_FULL:  # the prompt does not fit: a reply the caller can compact after
+            self.response, self.incomplete, self.done = resp, CONTEXT_FULL, True
+            return
         raise ProviderError(f"{NAME}: the response failed: "
                             + one_line(f"{msg or 'no reason given'}" + (f" ({code})" if code else "")))
 
     def _error(self, obj):
         err = obj.get("error") if isinstance(obj.get("error"), dict) else obj
         msg, code = err.get("message"), err.get("code")
+        if code == CONTEXT_FULL:
+            self.incomplete, self.done = CONTEXT_FULL, True
+            return
         raise ProviderError(f"{NAME}: error in the stream: "
                             + one_line(f"{msg or code or 'unknown error'}" + (f" ({code})" if msg and code else "")))
 

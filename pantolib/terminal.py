@@ -51,3 +51,423 @@ def styled(stream, env=None):
     except (AttributeError, ValueError):
         tty = False
     return tty and not no_color(env)
+
+
+# --- the person at the prompt ------------------------------------------------
+#
+# panto edits its prompt line itself rather than through CPython's readline:
+# readline has no notion of a bracketed paste (each pasted newline is an
+# Enter, so a 200-line paste became 200 requests), cannot hold a multi-line
+# prompt, and reads keys in a way that delays a Ctrl-C. The editor below
+# keeps the terminal in raw mode only while a prompt is being edited, turns
+# on bracketed paste (ESC [ ? 2004 h) for as long as panto runs, and treats a
+# paste as text whatever it holds: a pasted newline never submits.
+
+PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
+_PASTE_START, _PASTE_END = "\x1b[200~", "\x1b[201~"
+CONTINUATION = "  "
+
+
+def cell_width(ch):
+    """Columns one character takes on a terminal (0, 1 or 2)."""
+    import unicodedata
+
+    if ch < "\u0300":
+        return 1
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def text_width(text):
+    """Columns a line of (already visible) text takes."""
+    if text.isascii():
+        return len(text)
+    return sum(cell_width(c) for c in text)
+
+
+_SGR = re.compile("\x1b\\[[0-9;]*m")
+
+
+def _styled_width(text):
+    """Columns of text that may hold colour codes (the prompt's own)."""
+    return text_width(_SGR.sub("", text))
+
+
+def _shown(ch):
+    """How one character of the person's own text is drawn while editing."""
+    if ch == "\t":
+        return "    "
+    return visible(ch)
+
+
+def size(fd):
+    """(columns, rows) of the terminal on fd, with a sane fallback."""
+    try:
+        cols, rows = os.get_terminal_size(fd)
+    except OSError:
+        return 80, 24
+    return max(cols, 10), max(rows, 3)
+
+
+class Edit(Exception):
+    """What ended an edit besides Enter: 'interrupt' (Ctrl-C) or 'eof' (Ctrl-D)."""
+
+    def __init__(self, how, text=""):
+        super().__init__(how)
+        self.how, self.text = how, text
+
+
+class LineEditor:
+    """A prompt line for a person: cursor keys, history, Emacs keys, bracketed paste.
+
+    `read(prompt)` returns the text (possibly many lines), or raises Edit
+    ('interrupt' with the text abandoned, or 'eof'). Keys: Left/Right,
+    Home/End, Ctrl-A/E, Up/Down (history), Backspace, Delete, Ctrl-D,
+    Ctrl-U/K (kill to start/end), Ctrl-W (word back), Alt-B/F (word left,
+    right), Ctrl-L (redraw), Enter (a line ending in `\\` continues on the next
+    line instead), Ctrl-C, Ctrl-Z (suspend)."""
+
+    def __init__(self, fd_in=0, fd_out=1, history=None):
+        self.fd_in, self.fd_out = fd_in, fd_out
+        self.history = history if history is not None else []
+        self.pending = ""           # decoded input not yet handled
+        self.cursor_row = 0         # rows from the top of the drawn prompt to the cursor
+        import codecs
+
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    # -- the terminal --------------------------------------------------------
+    def _write(self, s):
+        data = s.encode("utf-8", "replace")
+        while data:
+            n = os.write(self.fd_out, data)
+            data = data[n:]
+
+    def _raw(self):
+        import termios
+
+        old = termios.tcgetattr(self.fd_in)
+        new = termios.tcgetattr(self.fd_in)
+        new[0] &= ~(termios.BRKINT | termios.ICRNL | termios.INPCK | termios.ISTRIP | termios.IXON)
+        new[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN | termios.ISIG)
+        new[6][termios.VMIN], new[6][termios.VTIME] = 1, 0
+        termios.tcsetattr(self.fd_in, termios.TCSANOW, new)
+        return old
+
+    def _restore(self, old):
+        import termios
+
+        try:
+            termios.tcsetattr(self.fd_in, termios.TCSANOW, old)
+        except termios.error:
+            pass
+
+    def _more(self, wait=None):
+        """Read what the terminal has; False at end of input (or on timeout)."""
+        import select
+
+        if wait is not None and not select.select([self.fd_in], [], [], wait)[0]:
+            return False
+        try:
+            data = os.read(self.fd_in, 65536)
+        except InterruptedError:
+            return True
+        if not data:
+            raise Edit("eof")
+        self.pending += self.decoder.decode(data)
+        return True
+
+    def _key(self):
+        """The next key: a character, a named key, or ('paste', text)."""
+        while not self.pending:
+            self._more()
+        p = self.pending
+        if p[0] != "\x1b":
+            self.pending = p[1:]
+            return p[0]
+        if p.startswith(_PASTE_START):
+            while _PASTE_END not in self.pending:
+                self._more()
+            body, _, rest = self.pending[len(_PASTE_START):].partition(_PASTE_END)
+            self.pending = rest
+            return ("paste", body.replace("\r\n", "\n").replace("\r", "\n"))
+        # an escape sequence: wait briefly for the rest of it
+        while len(self.pending) < 2 or (self.pending[1] in "[O" and not _complete(self.pending)):
+            if not self._more(0.05):
+                break
+        p = self.pending
+        if len(p) < 2:
+            self.pending = ""
+            return "esc"
+        if p[1] not in "[O":
+            self.pending = p[2:]
+            return {"b": "word-left", "f": "word-right", "\x7f": "word-rubout"}.get(p[1], "esc")
+        if p.startswith(_PASTE_START):
+            return self._key()
+        n = _complete(p)
+        if not n:
+            self.pending = ""
+            return "esc"
+        seq, self.pending = p[:n], p[n:]
+        return _KEYS.get(seq, "esc")
+
+    # -- drawing -------------------------------------------------------------
+    def _draw(self, prompt, buf, pos, first=False):
+        cols, rows = size(self.fd_out)
+        lines = buf.split("\n")
+        before = buf[:pos]
+        li = before.count("\n")                        # the cursor's line
+        ci = len(before) - (before.rfind("\n") + 1)     # and its column in it
+        heads = [prompt] + [CONTINUATION] * (len(lines) - 1)
+        bodies = ["".join(_shown(c) for c in line) for line in lines]
+        widths = [_styled_width(h) + text_width(b) for h, b in zip(heads, bodies)]
+
+        def rows_of(i):
+            return max(1, -(-widths[i] // cols))
+
+        # the lines that fit on the screen: the cursor's, then its neighbours
+        room = rows - 2
+        lo = hi = li
+        used = rows_of(li)
+        grew = True
+        while grew:
+            grew = False
+            if hi + 1 < len(lines) and used + rows_of(hi + 1) <= room:
+                hi += 1
+                used += rows_of(hi)
+                grew = True
+            if lo > 0 and used + rows_of(lo - 1) <= room:
+                lo -= 1
+                used += rows_of(lo)
+                grew = True
+        parts, row = [], 0
+        if lo > 0:
+            parts.append(f"{CONTINUATION}… {lo} more line{'s' if lo != 1 else ''} above")
+            row += 1
+        cursor_row = cursor_col = 0
+        for i in range(lo, hi + 1):
+            if i == li:
+                w = _styled_width(heads[i]) + text_width("".join(_shown(c) for c in lines[i][:ci]))
+                cursor_row, cursor_col = row + w // cols, w % cols
+            parts.append(heads[i] + bodies[i])
+            row += rows_of(i)
+        if hi + 1 < len(lines):
+            n = len(lines) - hi - 1
+            parts.append(f"{CONTINUATION}… {n} more line{'s' if n != 1 else ''} below")
+            row += 1
+        out = ["\r"]
+        if not first:
+            if self.cursor_row:
+                out.append(f"\x1b[{self.cursor_row}A")
+            out.append("\x1b[J")
+        out.append("\r\n".join(parts))
+        last = _styled_width(parts[-1])
+        end_row, end_col = row - 1, last % cols
+        if last and last % cols == 0:
+            out.append(" \r")   # out of the pending wrap: onto the next row, where the model has it
+            end_row, end_col = row, 0
+        up = end_row - cursor_row
+        if up > 0 or end_col != cursor_col:
+            out.append("\r")
+            if up > 0:
+                out.append(f"\x1b[{up}A")
+            if cursor_col:
+                out.append(f"\x1b[{cursor_col}C")
+        self.cursor_row = cursor_row
+        self._write("".join(out))
+
+    def _finish(self, prompt, buf):
+        """Redraw with the cursor after the text and go to the next line."""
+        self._draw(prompt, buf, len(buf))
+        self._write("\r\n")
+        self.cursor_row = 0
+
+    # -- editing -------------------------------------------------------------
+    def read(self, prompt, initial=""):
+        import termios
+
+        try:
+            old = self._raw()
+        except termios.error:
+            raise Edit("eof") from None
+        buf, pos = initial, len(initial)
+        hist = self.history + [buf]
+        at = len(hist) - 1
+        self.cursor_row = 0
+        try:
+            self._draw(prompt, buf, pos, first=True)
+            while True:
+                try:
+                    k = self._key()
+                except KeyboardInterrupt:   # a SIGINT from outside
+                    k = "\x03"
+                if isinstance(k, tuple):    # a paste: text, whatever it holds
+                    buf, pos = buf[:pos] + k[1] + buf[pos:], pos + len(k[1])
+                elif k in ("\r", "\n"):
+                    if buf[:pos].endswith("\\") and pos == len(buf):
+                        buf, pos = buf[:-1] + "\n", len(buf)
+                    else:
+                        self._finish(prompt, buf)
+                        return buf
+                elif k == "\x03":
+                    self._finish(prompt, buf + "^C" if buf else buf)
+                    raise Edit("interrupt", buf)
+                elif k == "\x04":
+                    if not buf:
+                        self._finish(prompt, buf)
+                        raise Edit("eof")
+                    buf = buf[:pos] + buf[pos + 1:]
+                elif k in ("\x7f", "\x08"):
+                    if pos:
+                        buf, pos = buf[:pos - 1] + buf[pos:], pos - 1
+                elif k == "delete":
+                    buf = buf[:pos] + buf[pos + 1:]
+                elif k in ("left", "\x02"):
+                    pos = max(0, pos - 1)
+                elif k in ("right", "\x06"):
+                    pos = min(len(buf), pos + 1)
+                elif k in ("home", "\x01"):
+                    pos = buf.rfind("\n", 0, pos) + 1
+                elif k in ("end", "\x05"):
+                    e = buf.find("\n", pos)
+                    pos = len(buf) if e < 0 else e
+                elif k == "\x15":           # Ctrl-U: kill to the start of the line
+                    s = buf.rfind("\n", 0, pos) + 1
+                    buf, pos = buf[:s] + buf[pos:], s
+                elif k == "\x0b":           # Ctrl-K: kill to the end of the line
+                    e = buf.find("\n", pos)
+                    buf = buf[:pos] + ("" if e < 0 else buf[e:])
+                elif k in ("\x17", "word-rubout"):
+                    s = _word_start(buf, pos)
+                    buf, pos = buf[:s] + buf[pos:], s
+                elif k == "word-left":
+                    pos = _word_start(buf, pos)
+                elif k == "word-right":
+                    pos = _word_end(buf, pos)
+                elif k in ("up", "\x10", "down", "\x0e"):
+                    step = -1 if k in ("up", "\x10") else 1
+                    if 0 <= at + step < len(hist):
+                        hist[at] = buf
+                        at += step
+                        buf = hist[at]
+                        pos = len(buf)
+                elif k == "\x0c":
+                    self._write("\x1b[H\x1b[2J")
+                    self.cursor_row = 0
+                    self._draw(prompt, buf, pos, first=True)
+                    continue
+                elif k == "\x1a":
+                    self._finish(prompt, buf)
+                    self._restore(old)
+                    import signal
+
+                    os.kill(0, signal.SIGTSTP)
+                    old = self._raw()
+                    self._draw(prompt, buf, pos, first=True)
+                    continue
+                elif isinstance(k, str) and len(k) == 1 and (k >= " " or k == "\t"):
+                    buf, pos = buf[:pos] + k + buf[pos:], pos + 1
+                else:
+                    continue
+                if not self.pending or len(self.pending) > 4096:
+                    self._draw(prompt, buf, pos)
+        finally:
+            self._restore(old)
+
+
+def _complete(seq):
+    """Length of the complete CSI/SS3 sequence at the start of seq, or 0."""
+    if len(seq) < 3:
+        return 0
+    if seq[1] == "O":
+        return 3
+    for i in range(2, len(seq)):
+        if "@" <= seq[i] <= "~":
+            return i + 1
+    return 0
+
+
+_KEYS = {
+    "\x1b[A": "up", "\x1b[B": "down", "\x1b[C": "right", "\x1b[D": "left",
+    "\x1bOA": "up", "\x1bOB": "down", "\x1bOC": "right", "\x1bOD": "left",
+    "\x1b[H": "home", "\x1b[F": "end", "\x1bOH": "home", "\x1bOF": "end",
+    "\x1b[1~": "home", "\x1b[4~": "end", "\x1b[7~": "home", "\x1b[8~": "end",
+    "\x1b[3~": "delete", "\x1b[1;5D": "word-left", "\x1b[1;5C": "word-right",
+    "\x1b[1;3D": "word-left", "\x1b[1;3C": "word-right",
+}
+
+
+def _word_start(buf, pos):
+    while pos and buf[pos - 1].isspace():
+        pos -= 1
+    while pos and not buf[pos - 1].isspace():
+        pos -= 1
+    return pos
+
+
+def _word_end(buf, pos):
+    while pos < len(buf) and buf[pos].isspace():
+        pos += 1
+    while pos < len(buf) and not buf[pos].isspace():
+        pos += 1
+    return pos
+
+
+# --- feedback while waiting ---------------------------------------------------
+
+class Spinner:
+    """`⠋ 1.4s` on a terminal while nothing else is shown; erased by stop().
+
+    It draws with a carriage return and spaces only (no escape sequence), so
+    it is the same with NO_COLOR; on anything but a terminal it draws nothing.
+    Call tick() often (every ~0.1 s); it redraws at most ten times a second."""
+
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self, stream, label="", env=None):
+        import time
+
+        self.stream, self.label = stream, label
+        try:
+            self.on = stream.isatty()
+        except (AttributeError, ValueError):
+            self.on = False
+        self.start = time.monotonic()
+        self.shown = 0       # columns drawn, 0 when nothing is
+        self.frame = 0
+        self.last = 0.0
+
+    def restart(self, label=None):
+        import time
+
+        if label is not None:
+            self.label = label
+        self.start = time.monotonic()
+
+    def tick(self):
+        import time
+
+        if not self.on:
+            return
+        now = time.monotonic()
+        if self.shown and now - self.last < 0.1:
+            return
+        self.last = now
+        text = f"{self.FRAMES[self.frame % len(self.FRAMES)]} {self.label}{now - self.start:.1f}s"
+        self.frame += 1
+        pad = " " * max(0, self.shown - text_width(text))
+        self._put("\r" + text + pad + ("\b" * len(pad)))
+        self.shown = text_width(text)
+
+    def stop(self):
+        if self.shown:
+            self._put("\r" + " " * self.shown + "\r")
+            self.shown = 0
+
+    def _put(self, s):
+        try:
+            self.stream.write(s)
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.on = False

@@ -5,15 +5,24 @@ the state, and each step reads it back from `panto-log append`'s output.
     new session, first step:  panto-send --tools PROMPT </dev/null | panto-log append
     later steps:              panto-log replay FILE | panto-send --tools PROMPT | panto-log append FILE
     tool rounds:              panto-log replay FILE | panto-tool | panto-send --tools | panto-log append FILE
+    after /rewind:            panto-log replay --at ID FILE | panto-send --tools PROMPT | panto-log append FILE
+    /compact, and by itself:  panto-log replay FILE | panto-send --compact | panto-log append FILE
+
+panto-send's live display (its stderr) comes to the REPL through a
+pseudo-terminal of its own, so panto-send shows the reply as it does on any
+terminal (thinking between its dim marks) and the REPL draws it: a spinner
+until the first byte, then the text as Markdown (markdown.py).
 """
+import codecs
+import errno
 import io
 import os
-import shutil
 import signal
 import subprocess
 import sys
+import time
 
-from pantolib import paths
+from pantolib import paths, terminal
 from pantolib.conversation import Session
 from pantolib.errors import PantoError
 from pantolib.providers import NAMES as PROVIDERS
@@ -22,25 +31,36 @@ HELP = """\
 commands:
   /model PROVIDER MODEL   switch model (openai or anthropic) from the next prompt on
   /model                  show the model in use
+  /edit                   write the prompt in $EDITOR
+  /retry                  send the last prompt again (after a reply: a new reply beside it)
+  /rewind [N | ID]        list the earlier prompts; take back prompt N (or entry ID)
+  /tree                   the session's entries as a tree, branches included
+  /fork                   go on in a new session file holding this conversation
+  /name TITLE             give the session a title
+  /compact [TEXT]         summarize the older part of the conversation (TEXT: what to keep)
+  /allowed [clear]        what "always" allowed in this run; clear forgets it
   /cost                   what this session has cost so far (panto-cost)
   /session                show the session file
   /help                   this help
   /quit                   leave (Ctrl-D does too)
-Ctrl-C cancels the running request or tool and returns to the prompt.\
+keys: Enter sends; a line ending in \\ goes on on the next line; a paste is one prompt;
+Up/Down history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end; Ctrl-W word back;
+Ctrl-C cancels the running request or tool (at the prompt: clears the line).\
 """
-DIM, RED, CYAN, BOLD, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[1m", "\033[0m"
+DIM, RED, CYAN, BOLD, YELLOW, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[1m", "\033[33m", "\033[0m"
+COMPACT_AT = 0.85       # compact before the next request above this share of the context window
+# panto-send's live display marks thinking with these (and nothing else of it is an escape)
+THINK_ON, THINK_OFF = "\x1b[2m", "\x1b[0m"
 
 
-def command_path(name):
-    """A plumbing command: next to the running `panto` first, else on PATH."""
-    here = os.path.dirname(os.path.abspath(sys.argv[0] or ""))
-    candidate = os.path.join(here, name)
-    if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-        return candidate
-    found = shutil.which(name)
-    if not found:
-        raise PantoError(f"'{name}' not found next to panto or on PATH (reinstall panto)")
-    return found
+def plural(n, word, many=None):
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def command_argv(name, *args, sigint=True):
+    """How the REPL starts a plumbing command (see launch.py): the same Python
+    and the same panto, SIGINT held until the command can take it."""
+    return [sys.executable, "-P", "-m", "pantolib.launch", name if sigint else "-" + name, *args]
 
 
 def read_session(data):
@@ -48,20 +68,38 @@ def read_session(data):
     return Session.read(io.BytesIO(data), skip_bare=True)
 
 
-class Pipeline:
-    """Run commands connected stdout to stdin; Ctrl-C goes to all of them, not to us."""
+class Cmd:
+    """One command of a pipeline: argv, and where its stderr goes (None: the
+    terminal; "pty": a pseudo-terminal the REPL reads)."""
 
-    def __init__(self, commands, capture=True):
-        self.commands = commands
+    def __init__(self, argv, stderr=None, role=None):
+        self.argv, self.stderr, self.role = argv, stderr, role
+
+
+class Pipeline:
+    """Run commands connected stdout to stdin.
+
+    Every child starts with SIGINT blocked (launch.py unblocks it once the
+    command can take it; panto-log append ignores it), so a Ctrl-C at any
+    moment reaches each child as a clean interruption, never a traceback
+    from inside Python's start-up; the REPL only counts it."""
+
+    def __init__(self, commands, capture=True, stdin_data=None):
+        self.commands = [c if isinstance(c, Cmd) else Cmd(c) for c in commands]
         self.capture = capture
+        self.stdin_data = stdin_data
         self.interrupts = 0
         self.procs = []
+        self.ptys = {}          # master fd -> Cmd
+        self.on_interrupt = None
 
     def _on_sigint(self, signum, frame):
         # The terminal sent SIGINT to every process of the foreground group:
         # the children stop by themselves (panto-log append finishes writing
         # first). A second Ctrl-C hurries the ones that are still running.
         self.interrupts += 1
+        if self.on_interrupt is not None:
+            self.on_interrupt()
         if self.interrupts > 1:
             for p in self.procs[:-1]:
                 if p.poll() is None:
@@ -70,53 +108,205 @@ class Pipeline:
                     except OSError:
                         pass
 
-    def run(self):
-        """(exit statuses, bytes of the last command's stdout)."""
+    def _start(self):
+        prev = subprocess.PIPE if self.stdin_data is not None else subprocess.DEVNULL
+        for i, cmd in enumerate(self.commands):
+            last = i == len(self.commands) - 1
+            out = subprocess.PIPE if (not last or self.capture) else None
+            err, slave = None, None
+            if cmd.stderr == "pty":
+                master, slave = _open_pty()
+                self.ptys[master] = cmd
+                err = slave
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+            try:
+                p = subprocess.Popen(cmd.argv, stdin=prev, stdout=out, stderr=err)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+                if slave is not None:
+                    os.close(slave)
+            cmd.proc = p
+            if i == 0 and self.stdin_data is not None:
+                self.feed = p.stdin
+            elif prev not in (subprocess.DEVNULL, subprocess.PIPE):
+                prev.close()
+            prev = p.stdout
+            self.procs.append(p)
+
+    def run(self, on_output=None, on_tick=None):
+        """(exit statuses, bytes of the last command's stdout). on_output(cmd,
+        bytes) gets what a pty child writes to its stderr (b"" at its end)."""
+        import select
+
         old = signal.signal(signal.SIGINT, self._on_sigint)
         try:
-            prev = subprocess.DEVNULL
-            for i, argv in enumerate(self.commands):
-                last = i == len(self.commands) - 1
-                out = subprocess.PIPE if (not last or self.capture) else None
-                p = subprocess.Popen(argv, stdin=prev, stdout=out)
-                if prev is not subprocess.DEVNULL:
-                    prev.close()
-                prev = p.stdout
-                self.procs.append(p)
-            data = b""
-            if self.capture:
-                chunks = []
+            self._start()
+            if self.stdin_data is not None:
+                try:
+                    self.feed.write(self.stdin_data)
+                    self.feed.close()
+                except BrokenPipeError:
+                    pass
+            chunks = []
+            out = self.procs[-1].stdout if self.capture else None
+            fds = list(self.ptys) + ([out.fileno()] if out is not None else [])
+            while fds:
+                ready = select.select(fds, [], [], 0.1)[0]
+                if not ready and on_tick is not None:
+                    on_tick(self)
+                for fd in ready:
+                    try:
+                        data = os.read(fd, 1 << 16)
+                    except OSError as e:
+                        if e.errno != errno.EIO:
+                            raise
+                        data = b""      # the pty's last writer has gone
+                    if fd in self.ptys:
+                        if on_output is not None:
+                            on_output(self.ptys[fd], data)
+                        elif data:
+                            _write_fd(2, data)
+                    elif data:
+                        chunks.append(data)
+                    if not data:
+                        fds.remove(fd)
+                        if fd in self.ptys:
+                            os.close(fd)
+            if out is not None:
+                out.close()
+            statuses = []
+            for p in self.procs:
                 while True:
-                    chunk = self.procs[-1].stdout.read(1 << 16)
-                    if not chunk:
+                    try:
+                        statuses.append(p.wait(0.1))
                         break
-                    chunks.append(chunk)
-                data = b"".join(chunks)
-                self.procs[-1].stdout.close()
-            statuses = [p.wait() for p in self.procs]
-            return statuses, data
+                    except subprocess.TimeoutExpired:
+                        if on_tick is not None:
+                            on_tick(self)
+            return statuses, b"".join(chunks)
         finally:
             for p in self.procs:
                 if p.poll() is None:
                     p.kill()
                     p.wait()
+            for fd in list(self.ptys):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self.ptys.clear()
             signal.signal(signal.SIGINT, old)
+
+    def running(self, role):
+        return any(c.role == role and c.proc.poll() is None for c in self.commands)
+
+
+def _open_pty():
+    """A pseudo-terminal for a child's stderr: raw (no newline translation),
+    as wide as panto's own terminal."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import tty
+
+    master, slave = pty.openpty()
+    try:
+        tty.setraw(slave)
+        cols, rows = terminal.size(2)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    except (OSError, termios.error):
+        pass
+    os.set_inheritable(master, False)
+    return master, slave
+
+
+def _write_fd(fd, data):
+    while data:
+        try:
+            n = os.write(fd, data)
+        except InterruptedError:
+            continue
+        data = data[n:]
+
+
+class LiveReply:
+    """panto-send's live stderr, drawn for a person: Markdown, thinking dim."""
+
+    def __init__(self, repl):
+        from pantolib.markdown import Renderer
+
+        self.repl = repl
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.hold = ""
+        self.thinking = False
+        self.seen = False
+        out = repl.out
+        self.md = Renderer(out, tty=repl.tty, color=repl.color,
+                           width=lambda: terminal.size(out.fileno())[0] if repl.tty else 80)
+
+    def feed(self, data):
+        text = self.hold + self.decoder.decode(data, final=not data)
+        self.hold = ""
+        if data:    # keep back what could be the start of a mark
+            cut = text.rfind("\x1b")
+            if cut >= 0 and len(text) - cut < len(THINK_ON) and (THINK_ON.startswith(text[cut:])
+                                                                   or THINK_OFF.startswith(text[cut:])):
+                text, self.hold = text[:cut], text[cut:]
+        while text:
+            on, off = text.find(THINK_ON), text.find(THINK_OFF)
+            marks = [i for i in (on, off) if i >= 0]
+            i = min(marks) if marks else len(text)
+            if i:
+                self.seen = True
+                (self.md.thinking if self.thinking else self.md.text)(text[:i])
+            if not marks:
+                break
+            self.thinking = i == on
+            text = text[i + len(THINK_ON):]
+
+    def end(self):
+        self.feed(b"")
+        self.md.end()
+
+
+class Turn:
+    """What one step of a turn brought: statuses, the session read back, and whether it was cancelled."""
+
+    def __init__(self, statuses, session, cancelled, seconds, shown):
+        self.statuses, self.session, self.cancelled = statuses, session, cancelled
+        self.seconds, self.shown = seconds, shown
+
+    @property
+    def ok(self):
+        return all(s == 0 for s in self.statuses)
 
 
 class Repl:
     def __init__(self, path=None, provider=None, model=None, yes=False, max_steps=25, tools=True,
-                 out=None, err=None, history=(None, None)):
+                 out=None, err=None, history=None, env=None):
         self.path = path            # the session file, once there is one
         self.provider = provider    # /model or -p: passed to panto-send
         self.model = model
         self.yes = yes
         self.max_steps = max_steps
         self.tools = tools
+        self.env = os.environ if env is None else env
         self.out = out or sys.stdout
         self.err = err or sys.stderr
-        self.color = self.out.isatty()
-        self.echo = not sys.stdin.isatty()   # a transcript reads better with the prompts in it
-        self.history = history
+        self.tty = _isatty(self.out)
+        self.color = terminal.styled(self.out, self.env)
+        self.interactive = _isatty(sys.stdin) and self.tty
+        self.echo = not _isatty(sys.stdin)   # a transcript reads better with the prompts in it
+        self.history = history or History(None)
+        self.editor = terminal.LineEditor(0, self.out.fileno(), self.history.lines) if self.interactive else None
+        self.session = None         # the session as the last pipeline left it
+        self.branch = None          # /rewind: the entry the next prompt continues from
+        self.last_prompt = None     # for /retry
+        self.fill = None            # the last request's share of the context window
+        self.prefill = ""           # text put back at the prompt (/rewind)
+        self.allow_file = None
+        self.prices = None
 
     # -- output ------------------------------------------------------------------------
     def say(self, text="", style=""):
@@ -126,9 +316,9 @@ class Repl:
         self.out.flush()
 
     # -- the pipelines -------------------------------------------------------------------
-    def _send(self, prompt_file=None):
-        argv = [command_path("panto-send"), "--live"]
-        if self.tools:
+    def _send(self, prompt_file=None, extra=()):
+        argv = ["--live"]
+        if self.tools and "--compact" not in extra:
             argv.append("--tools")
         if self.provider:
             argv += ["--provider", self.provider]
@@ -136,18 +326,59 @@ class Repl:
             argv += ["--model", self.model]
         if prompt_file:
             argv += ["--file", prompt_file]
-        return argv
+        return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send")
 
-    def _source(self):
-        return [[command_path("panto-log"), "replay", self.path]] if self.path else []
+    def _source(self, at=None):
+        if not self.path:
+            return []
+        at = at or self.branch
+        return [Cmd(command_argv("panto-log", "replay", *(["--at", at] if at else []), self.path))]
 
     def _sink(self):
-        return [command_path("panto-log"), "append"] + ([self.path] if self.path else [])
+        return Cmd(command_argv("panto-log", "append", *([self.path] if self.path else []), sigint=False))
 
-    def step(self, commands):
-        """Run one pipeline; learn the session file from its output. (ok, session, cancelled)."""
+    def _tool(self):
+        return Cmd(command_argv("panto-tool", "--live", *(["--yes"] if self.yes else [])),
+                   stderr="pty", role="tool")
+
+    def step(self, commands, label="waiting "):
+        """Run one pipeline, drawing what panto-send and panto-tool show;
+        learn the session file from its output."""
         pipe = Pipeline(commands)
-        statuses, data = pipe.run()
+        spin = terminal.Spinner(self.err, label)
+        live = LiveReply(self)
+        has_tool = any(c.role == "tool" for c in pipe.commands)
+        state = {"tool_line_open": False}
+        start = time.monotonic()
+
+        def tick(p):
+            if p.interrupts or live.seen:
+                return
+            if p.running("tool"):
+                if self.yes and not state["tool_line_open"]:
+                    spin.label = "running "
+                    spin.tick()
+            elif p.running("send"):
+                if has_tool and spin.label != label:
+                    spin.restart(label)
+                spin.tick()
+
+        def output(cmd, data):
+            spin.stop()
+            if cmd.role == "send":
+                live.feed(data) if data else None
+            elif data:
+                self.out.flush()
+                _write_fd(self.err.fileno(), data)
+                state["tool_line_open"] = not data.endswith(b"\n")
+
+        pipe.on_interrupt = spin.stop
+        try:
+            statuses, data = pipe.run(output, tick)
+        finally:
+            spin.stop()
+            live.end()
+        seconds = time.monotonic() - start
         session = None
         try:
             session = read_session(data)
@@ -157,30 +388,82 @@ class Repl:
             candidate = paths.session_path(session.header)
             if os.path.exists(candidate):
                 self.path = candidate
-        return all(s == 0 for s in statuses), session, pipe.interrupts > 0
+        if session is not None and session.header is not None:
+            self.session = session
+        return Turn(statuses, session, pipe.interrupts > 0, seconds, live.seen)
 
     def turn(self, prompt):
-        """A prompt, then tool rounds while the model asks for tools (at most max_steps)."""
-        prompt_file = self._write_prompt(prompt)
-        try:
-            ok, session, cancelled = self.step(self._source() + [self._send(prompt_file), self._sink()])
-        finally:
-            os.unlink(prompt_file)
+        """A prompt (None: send the conversation as it is, e.g. /retry), then
+        tool rounds while the model asks for tools (at most max_steps)."""
+        if prompt is not None:
+            self.last_prompt = prompt
+            if self._unanswered_prompt() == prompt:
+                prompt = None   # the same prompt again after a failure: no second user entry
+        if self.path and self.fill is not None and self.fill > COMPACT_AT:
+            self.say(f"[the context is {self.fill:.0%} full: compacting first]", DIM)
+            self.compact()
+        t = self._request(prompt)
+        if t is None:
+            return
+        if not t.cancelled and self._context_full(t):
+            self.say("[the context window is full: compacting, then sending again]", YELLOW)
+            at = self._last_prompt_entry(t.session) if t.ok else None
+            if self.compact(at=at["id"] if at else None):
+                t = self._request(None)
+                if t is None:
+                    return
         steps = 1
-        while ok and not cancelled and session is not None and self._wants_tools(session):
+        while t.ok and not t.cancelled and t.session is not None and self._wants_tools(t.session):
             if steps >= self.max_steps:
-                n = len(session.unanswered_tool_uses())
-                self.say(f"[stopped after {steps} steps (--max-steps): {n} tool call(s) left unanswered; "
-                         "type a prompt to go on]", RED)
+                n = len(t.session.unanswered_tool_uses())
+                self.say(f"[stopped after {plural(steps, 'step')} (--max-steps): {plural(n, 'tool call')} "
+                         "left unanswered; type a prompt to go on]", RED)
                 return
             if self.path is None:   # cannot happen after a reply, but never lose the stream
                 self.say("[the session was not saved; stopping]", RED)
                 return
-            tool = [command_path("panto-tool"), "--live"] + (["--yes"] if self.yes else [])
-            ok, session, cancelled = self.step(self._source() + [tool, self._send(), self._sink()])
+            t = self.step(self._source() + [self._tool(), self._send(), self._sink()], "waiting ")
+            self._report(t)
             steps += 1
-        if cancelled:
+        if t.cancelled:
             self.say("[cancelled]", RED)
+
+    def _request(self, prompt):
+        prompt_file = self._write_prompt(prompt) if prompt is not None else None
+        try:
+            t = self.step(self._source() + [self._send(prompt_file), self._sink()])
+        finally:
+            if prompt_file:
+                os.unlink(prompt_file)
+        if self.branch and (t.session is None or t.session.leaf != self.branch):
+            self.branch = None      # the branch is made: it is the active path now
+        self._report(t)
+        return t
+
+    def _context_full(self, t):
+        if 3 in t.statuses:
+            return True
+        leaf = t.session.leaf_message() if t.session is not None else None
+        return (t.ok and leaf is not None and leaf["message"]["role"] == "assistant"
+                and leaf["message"].get("stopReason") == "contextFull")
+
+    def _unanswered_prompt(self):
+        """The text of a user prompt at the leaf that got no reply (a failed turn), or None."""
+        if self.session is None or self.branch:
+            return None
+        leaf = self.session.leaf_message()
+        if leaf is None or leaf["message"]["role"] != "user":
+            return None
+        texts = [b.get("text") for b in leaf["message"]["content"] if b.get("type") == "text"]
+        return texts[-1] if texts else None
+
+    @staticmethod
+    def _last_prompt_entry(session):
+        for e in reversed(session.message_entries()):
+            m = e["message"]
+            if m["role"] == "user" and any(b.get("type") == "text" for b in m["content"]):
+                return e
+        return None
 
     @staticmethod
     def _wants_tools(session):
@@ -196,13 +479,62 @@ class Repl:
             f.write(prompt)
         return name
 
+    # -- after each reply: one dim line ----------------------------------------------------
+    def _report(self, t):
+        if t.session is None or t.cancelled and not t.shown:
+            return
+        leaf = t.session.by_id.get(t.session.leaf) if t.session.leaf else None
+        if leaf is None or leaf.get("type") not in ("message", "compaction"):
+            return
+        msg = leaf.get("message", leaf)
+        if leaf.get("type") == "message" and msg.get("role") != "assistant":
+            return
+        line = self.usage_line(msg, t.seconds)
+        if line:
+            self.say(line, DIM)
+
+    def usage_line(self, msg, seconds):
+        from pantolib import entries, pricing
+
+        usage = entries.usage_of(msg)
+        provider, model = msg.get("provider"), msg.get("model")
+        parts = []
+        if usage is not None:
+            prompt_tokens = getattr(pricing, "prompt_tokens", None)
+            tokens_in = (prompt_tokens(usage) if prompt_tokens else
+                         usage["input"] + usage["cacheRead"] + usage["cacheWrite"])
+            cached = f" ({usage['cacheRead'] / tokens_in:.0%} cached)" if tokens_in and usage["cacheRead"] else ""
+            parts += [f"{tokens_in:,} in{cached}", f"{usage['output']:,} out"]
+            prices = self._prices()
+            if prices is not None:
+                cost = pricing.turn_cost(usage, prices.get(provider, model))
+                if cost is not None:
+                    parts.append(pricing.format_usd(cost))
+                window = getattr(pricing, "context_window", None)
+                size = window(prices, provider, model) if window else None
+                if size:
+                    self.fill = tokens_in / size
+                    parts.append(f"{self.fill:.0%} of the context")
+        if msg.get("stopReason") == "aborted":
+            parts.append("aborted")
+        parts.append(f"{seconds:.1f}s")
+        return "  " + " · ".join(parts)
+
+    def _prices(self):
+        from pantolib import pricing
+
+        try:
+            return pricing.load(env=self.env)
+        except PantoError:
+            return None
+
     # -- resuming ------------------------------------------------------------------------
     def load(self):
         """Replay the session file (repairing a torn tail): the Session, or None."""
-        ok, session, _ = self.step(self._source())
-        if not ok or session is None:
+        t = self.step(self._source())
+        if not t.ok or t.session is None:
             raise PantoError(f"cannot read the session '{self.path}'")
-        return session
+        return t.session
 
     def show_last_exchange(self, session):
         entries = session.message_entries()
@@ -212,145 +544,436 @@ class Repl:
             if m["role"] == "user" and any(b.get("type") == "text" for b in m["content"]):
                 start = i
                 break
+        from pantolib.markdown import Renderer
+
         for e in entries[start:]:
             m = e["message"]
             for b in m["content"]:
                 t = b.get("type")
                 if t == "text" and m["role"] == "user":
-                    self.say("> " + b["text"], BOLD)
+                    self.say("> " + terminal.visible(b["text"]), BOLD)
                 elif t == "text" and m["role"] == "assistant":
-                    self.say(b["text"])
+                    md = Renderer(self.out, self.tty, self.color,
+                                  width=lambda: terminal.size(self.out.fileno())[0] if self.tty else 80)
+                    md.text(b["text"])
+                    md.end()
                 elif t == "toolUse":
                     from pantolib.tools import runner
 
-                    first = runner.describe(b, 200).split("\n")[0]
+                    first = terminal.visible_line(runner.describe(b, 200).split("\n")[0])
                     self.say(f"⏺ {b['name']} {first}", CYAN)
                 elif t == "toolResult":
-                    lines = b.get("content", "").rstrip("\n").split("\n")
-                    more = f" … ({len(lines)} lines)" if len(lines) > 1 else ""
-                    self.say("  " + lines[0][:200] + more, RED if b.get("isError") else DIM)
+                    lines = str(b.get("content", "")).rstrip("\n").split("\n")
+                    more = f" … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
+                    self.say("  " + terminal.visible_line(lines[0][:200]) + more, RED if b.get("isError") else DIM)
         waiting = session.unanswered_tool_uses()
         if waiting:
-            self.say(f"[the last turn was interrupted: {len(waiting)} tool call(s) were never run and will "
+            self.say(f"[the last turn was interrupted: {plural(len(waiting), 'tool call')} "
+                     f"{'was' if len(waiting) == 1 else 'were'} never run and will "
                      "not be run now; type a prompt to go on]", RED)
 
-    # -- the loop ------------------------------------------------------------------------
+    # -- commands ------------------------------------------------------------------------
     def command(self, line):
         """A /command: False to quit."""
-        parts = line.split()
-        name, args = parts[0], parts[1:]
+        name, _, rest = line.strip().partition(" ")
+        rest = rest.strip()
+        args = rest.split()
         if name in ("/quit", "/exit", "/q"):
             return False
         if name == "/help":
             self.say(HELP)
         elif name == "/model":
             if not args:
-                self.say(f"model: {self.provider or '(default)'}: {self.model or '(default)'}")
+                provider, model, base = settings(self.provider, self.model, self.session, self.env)
+                self.say(f"model: {provider}: {model} @ {base}")
             elif len(args) != 2 or args[0] not in PROVIDERS:
                 self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
             else:
                 self.provider, self.model = args
+                self.fill = None
                 self.say(f"model: {self.provider}: {self.model} (from the next prompt on)")
         elif name == "/cost":
             if self.path is None:
                 self.say("nothing spent yet: no session file")
             else:
-                Pipeline([[command_path("panto-cost"), self.path]], capture=False).run()
+                self._show(command_argv("panto-cost", self.path))
         elif name == "/session":
             self.say(self.path or "no session file yet (it is created by the first reply)")
+        elif name == "/edit":
+            text = self.edit_prompt(rest)
+            if text:
+                self.turn(text)
+        elif name == "/retry":
+            self.retry()
+        elif name == "/rewind":
+            self.rewind(rest)
+        elif name == "/tree":
+            if self._need_file():
+                self._show(command_argv("panto-log", "tree", self.path))
+        elif name == "/fork":
+            self.fork()
+        elif name == "/name":
+            if not rest:
+                self.say("usage: /name TITLE", RED)
+            elif self._need_file():
+                if self._show(command_argv("panto-log", "name", rest, self.path)):
+                    self.say(f"named: {terminal.visible_line(rest)}")
+        elif name == "/compact":
+            if self._need_file():
+                self.compact(instructions=rest or None)
+        elif name == "/allowed":
+            self.allowed(rest)
         else:
-            self.say(f"unknown command '{name}' (try /help)", RED)
+            self.say(f"unknown command '{terminal.visible_line(name)}' (try /help)", RED)
         return True
 
-    def read_line(self):
-        line = _input("> ")
-        if self.echo:
-            self.out.write(line + "\n")
+    def _need_file(self):
+        if self.path is None:
+            self.say("no session file yet (it is created by the first reply)")
+            return False
+        return True
+
+    def _show(self, argv):
+        """Run one command and show its output (neutralized); True when it succeeded."""
+        pipe = Pipeline([Cmd(argv)])
+        statuses, data = pipe.run()
+        if data:
+            self.out.write(terminal.visible(data.decode("utf-8", "replace")))
             self.out.flush()
-        elif line.strip():
-            save_history_line(*self.history)
-        return line
+        return statuses == [0]
+
+    def retry(self):
+        if self.path is None:
+            if self.last_prompt is None:
+                self.say("nothing to retry yet")
+            else:
+                self.turn(self.last_prompt)
+            return
+        session = self.session
+        if session is None:
+            self.say("nothing to retry yet")
+            return
+        leaf = session.leaf_message()
+        prompt = self._last_prompt_entry(session)
+        if prompt is None:
+            self.say("nothing to retry yet")
+            return
+        text = next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
+        self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
+        if leaf is prompt or (leaf is not None and leaf["id"] == prompt["id"]):
+            self.branch = None
+            self._after_request(self._request(None))
+        else:           # after a reply: a new reply to the same prompt, beside the old one
+            self.branch = prompt["id"]
+            self._after_request(self._request(None))
+
+    def _after_request(self, t):
+        """The rest of a turn that started with an explicit request (tool rounds)."""
+        if t is None:
+            return
+        steps = 1
+        while t.ok and not t.cancelled and t.session is not None and self._wants_tools(t.session):
+            if steps >= self.max_steps:
+                self.say(f"[stopped after {plural(steps, 'step')} (--max-steps)]", RED)
+                return
+            t = self.step(self._source() + [self._tool(), self._send(), self._sink()])
+            self._report(t)
+            steps += 1
+        if t.cancelled:
+            self.say("[cancelled]", RED)
+
+    def prompts(self):
+        """The user prompts on the active path: [(entry, text)]."""
+        out = []
+        for e in (self.session.message_entries() if self.session else []):
+            m = e["message"]
+            texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
+            if m["role"] == "user" and texts:
+                out.append((e, texts[-1]))
+        return out
+
+    def rewind(self, arg):
+        found = self.prompts()
+        if not found:
+            self.say("no prompts to go back to")
+            return
+        if not arg:
+            for i, (e, text) in enumerate(found, 1):
+                first = terminal.visible_line(text.strip().split("\n")[0])[:100]
+                self.say(f"{i:3}  {e['id'][:8]}  {first}")
+            self.say("/rewind N (or an id) takes that prompt back: the next prompt replaces it", DIM)
+            return
+        chosen = None
+        if arg.isdigit() and 1 <= int(arg) <= len(found):
+            chosen = found[int(arg) - 1]
+        else:
+            matches = [f for f in found if f[0]["id"].startswith(arg)]
+            if len(matches) == 1:
+                chosen = matches[0]
+        if chosen is None:
+            self.say(f"no prompt '{terminal.visible_line(arg)}' (see /rewind)", RED)
+            return
+        entry, text = chosen
+        parent = entry.get("parentId")
+        if parent is None:
+            self.say("that prompt has nothing before it to continue from", RED)
+            return
+        self.branch = parent
+        self.prefill = text
+        self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
+        self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
+
+    def fork(self):
+        if not self._need_file():
+            return
+        from pantolib import entries, stream
+
+        leaf = self.branch or (self.session.leaf if self.session else None)
+        src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.path))])
+        statuses, data = src.run()
+        if statuses != [0] or not data:
+            self.say("cannot fork: the session could not be read", RED)
+            return
+        first, _, rest = data.partition(b"\n")
+        import orjson
+
+        old = orjson.loads(first)
+        header = entries.make_header()
+        header["parentSession"] = old.get("id")
+        sink = Pipeline([self._sink_new()], stdin_data=stream.dumps(header) + rest)
+        statuses, echoed = sink.run()
+        try:
+            session = read_session(echoed)
+        except PantoError:
+            session = None
+        if statuses != [0] or session is None or session.header is None:
+            self.say("cannot fork: the new session could not be written", RED)
+            return
+        self.path = paths.session_path(session.header)
+        self.session, self.branch = session, None
+        self.say(f"forked: now in session {header['id']} (from {old.get('id')})")
+
+    def _sink_new(self):
+        return Cmd(command_argv("panto-log", "append", sigint=False))
+
+    def compact(self, instructions=None, at=None):
+        """Compact the session (panto-send --compact); True when it worked."""
+        extra = ["--compact"] + ([instructions] if instructions else [])
+        t = self.step(self._source(at=at) + [self._send(extra=extra), self._sink()], "compacting ")
+        if t.cancelled:
+            self.say("[cancelled]", RED)
+            return False
+        if not t.ok:
+            self.say("[compaction failed]", RED)
+            return False
+        self.branch = None
+        self.fill = None
+        self._report(t)
+        return True
+
+    def allowed(self, arg):
+        if self.allow_file is None:
+            self.say("nothing is allowed (no allowance file in this run)")
+            return
+        if arg == "clear":
+            with open(self.allow_file, "w"):
+                pass
+            self.say("allowances cleared: every call asks again")
+            return
+        if arg:
+            self.say("usage: /allowed [clear]", RED)
+            return
+        try:
+            with open(self.allow_file, encoding="utf-8", errors="replace") as f:
+                lines = [x.strip() for x in f if x.strip()]
+        except OSError:
+            lines = []
+        if not lines:
+            self.say("nothing allowed yet: every bash, write and edit call asks")
+        for x in lines:
+            kind, _, what = x.partition(":")
+            self.say(f"  {terminal.visible_line(kind)} {terminal.visible_line(what)}".rstrip())
+
+    def edit_prompt(self, initial=""):
+        """Write a prompt in $VISUAL or $EDITOR (vi): its text, or None when left empty."""
+        import shlex
+        import tempfile
+
+        editor = self.env.get("VISUAL") or self.env.get("EDITOR") or "vi"
+        fd, name = tempfile.mkstemp(prefix="panto-prompt-", suffix=".md")   # 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(initial)
+            try:
+                status = subprocess.call(shlex.split(editor) + [name])
+            except (OSError, ValueError) as e:
+                self.say(f"cannot start the editor '{editor}': {e}", RED)
+                return None
+            if status != 0:
+                self.say(f"the editor exited with status {status}: nothing sent", RED)
+                return None
+            with open(name, encoding="utf-8", errors="surrogateescape") as f:
+                text = f.read()
+        finally:
+            try:
+                os.unlink(name)
+            except OSError:
+                pass
+        text = text.rstrip("\n")
+        if not text.strip():
+            self.say("empty prompt: nothing sent", DIM)
+            return None
+        lines = text.split("\n")
+        self.say("> " + terminal.visible(lines[0]) + (f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""),
+                 BOLD)
+        return text
+
+    # -- the loop ------------------------------------------------------------------------
+    def read_line(self):
+        if self.editor is not None:
+            initial, self.prefill = self.prefill, ""
+            prompt = (BOLD + "> " + RESET) if self.color else "> "
+            return self.editor.read(prompt, initial)
+        line = sys.stdin.readline()
+        if not line:
+            raise terminal.Edit("eof")
+        text = line.rstrip("\n")
+        while text.endswith("\\"):
+            more = sys.stdin.readline()
+            if not more:
+                break
+            text = text[:-1] + "\n" + more.rstrip("\n")
+        if self.echo:
+            self.out.write("> " + text + "\n")
+            self.out.flush()
+        return text
 
     def loop(self):
-        while True:
-            try:
-                line = self.read_line()
-            except KeyboardInterrupt:
-                self.out.write("\n")
-                continue
-            except EOFError:
-                self.out.write("\n")
-                return
-            text = line.strip()
-            if not text:
-                continue
-            if text.startswith("/") and not text.startswith("//"):
-                if not self.command(text):
-                    return
-                continue
-            if text.startswith("//"):
-                line = line.replace("/", "", 1)
-            try:
-                self.turn(line)
-            except KeyboardInterrupt:  # between two pipelines: the session is whole
-                self.say("[cancelled]", RED)
-            self.out.write("\n")
+        interrupts = 0
+        if self.editor is not None:
+            self.out.write(terminal.PASTE_ON)
+            self.out.flush()
+        try:
+            while True:
+                try:
+                    line = self.read_line()
+                except terminal.Edit as e:
+                    if e.how == "eof":
+                        return
+                    interrupts = interrupts + 1 if not e.text else 0
+                    if interrupts >= 2:
+                        self.say("(to quit, press Ctrl-D or type /quit)", DIM)
+                    continue
+                except KeyboardInterrupt:
+                    self.out.write("\n")
+                    continue
+                interrupts = 0
+                text = line.strip()
+                if not text:
+                    continue
+                if self.editor is not None:
+                    self.history.add(line)
+                try:
+                    if text.startswith("/") and not text.startswith("//"):
+                        if not self.command(text):
+                            return
+                        continue
+                    if text.startswith("//"):
+                        line = line.replace("/", "", 1)
+                    self.turn(line)
+                except KeyboardInterrupt:  # between two pipelines: the session is whole
+                    self.say("[cancelled]", RED)
+                if self.tty:
+                    self.out.write("\n")
+        finally:
+            if self.editor is not None:
+                self.out.write(terminal.PASTE_OFF)
+                self.out.flush()
 
 
-def _input(prompt):
-    """input(), with Ctrl-C always honoured at once.
-
-    CPython's readline waits in select() for the next key; a SIGINT that
-    lands just before that select (while a typed key is being echoed) would
-    only be seen at the following key press. A timer wakes the select ten
-    times a second so a pending Ctrl-C is raised without delay."""
-    if not sys.stdin.isatty():
-        return input(prompt)
-    old = signal.signal(signal.SIGALRM, lambda signum, frame: None)
-    signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+def _isatty(f):
     try:
-        return input(prompt)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        return f.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class History:
+    """The prompts typed, kept in the state directory (0600 in 0700); one JSON
+    string a line, so a prompt of many lines is one entry."""
+
+    MAX = 1000
+
+    def __init__(self, path):
+        self.path = path
+        self.lines = []
+        if path is None:
+            return
+        import orjson
+
+        try:
+            with open(path, "rb") as f:
+                for raw in f.read().splitlines()[-self.MAX:]:
+                    try:
+                        item = orjson.loads(raw) if raw.startswith(b'"') else raw.decode("utf-8", "replace")
+                    except orjson.JSONDecodeError:
+                        item = raw.decode("utf-8", "replace")
+                    if isinstance(item, str) and item:
+                        self.lines.append(item)
+        except OSError:
+            pass
+
+    def add(self, text):
+        if self.lines and self.lines[-1] == text:
+            return
+        self.lines.append(text)
+        if self.path is None:
+            return
+        import orjson
+
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, orjson.dumps(text) + b"\n")
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
 
 
 def setup_history(env=None):
-    """Line editing and a persistent history: (readline module or None, history path)."""
-    try:
-        import readline
-    except ImportError:
-        return None, None
+    """The persistent prompt history (a History)."""
     path = os.path.join(paths.state_dir(env), "history")
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         if not os.path.exists(path):
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-        readline.read_history_file(path)
     except OSError:
-        return readline, None
-    return readline, path
+        return History(None)
+    return History(path)
 
 
-def save_history_line(readline, path):
-    if readline is not None and path is not None:
-        try:
-            readline.append_history_file(1, path)
-        except OSError:
-            pass
+def allow_file():
+    """A fresh, empty allowance file for this run (0600 in a 0700 directory): (dir, file)."""
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="panto-allow-")
+    path = os.path.join(d, "allowed")
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return d, path
 
 
 def settings(provider=None, model=None, session=None, env=None):
-    """(provider, model, base URL) as panto-send will choose them: option, then
-    the session's active model, then the environment."""
-    from pantolib import providers
+    """(provider, model, base URL shown) as panto-send will choose them: option,
+    then the session's active model, then the environment."""
+    from pantolib import providers, secrets
 
     env = os.environ if env is None else env
     active = session.active_model() if session is not None else None
     name, options, _ = providers.configure({"provider": provider, "model": model}, active, env)
-    return name, options.model, options.base_url
+    return name, options.model, secrets.shown_url(options.base_url)
 
 
 def banner(r, session=None):
-    provider, model, base = settings(r.provider, r.model, session)
+    provider, model, base = settings(r.provider, r.model, session, r.env)
     return f"panto — {provider}: {model} @ {base}"

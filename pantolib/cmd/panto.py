@@ -26,7 +26,9 @@ Options:
   -h --help                 Show this help.
   --version                 Show the version.
 
-In the session: /model PROVIDER MODEL, /cost, /session, /help, /quit.
+In the session: /model, /edit, /retry, /rewind, /tree, /fork, /name,
+/compact, /allowed, /cost, /session, /help, /quit (see /help and panto(1)).
+Enter sends; a line ending in \\ continues; a paste is one prompt.
 Ctrl-C cancels the running request or tool; Ctrl-D quits.
 """
 import os
@@ -62,20 +64,34 @@ def main(argv=None):
     path = None
     if args["--resume"]:
         path = resume_path(args["ID"])
-    r = repl.Repl(path=path, provider=provider, model=args["--model"], yes=args["--yes"],
-                  max_steps=max_steps, tools=not args["--no-tools"], history=repl.setup_history())
-    session = None
-    if path is not None:
-        session = r.load()
-        count = sum(1 for line in session.lines if line.kind != "header")
-        r.say(f"resumed session {session.header['id'] if session.header else os.path.basename(path)} "
-              f"({count} entries)")
-    elif args["--resume"]:
-        r.say("no sessions to resume; starting fresh.")
-    r.say(repl.banner(r, session))
-    if session is not None:
-        r.show_last_exchange(session)
-    r.loop()
+    allow_dir, allow = repl.allow_file()
+    os.environ["PANTO_ALLOW_FILE"] = allow
+    try:
+        r = repl.Repl(path=path, provider=provider, model=args["--model"], yes=args["--yes"],
+                      max_steps=max_steps, tools=not args["--no-tools"], history=repl.setup_history())
+        r.allow_file = allow
+        session = None
+        if path is not None:
+            session = r.load()
+            count = sum(1 for line in session.lines if line.kind != "header")
+            r.say(f"resumed session {session.header['id'] if session.header else os.path.basename(path)} "
+                  f"({repl.plural(count, 'entry', 'entries')})")
+            started = (session.header or {}).get("cwd")
+            if isinstance(started, str) and started != os.getcwd():
+                from pantolib.terminal import visible_line
+
+                r.say(f"note: this session was started in {visible_line(started)}; "
+                      f"tools run here, in {visible_line(os.getcwd())}")
+        elif args["--resume"]:
+            r.say("no sessions to resume; starting fresh.")
+        r.say(repl.banner(r, session))
+        if session is not None:
+            r.show_last_exchange(session)
+        r.loop()
+    finally:
+        import shutil
+
+        shutil.rmtree(allow_dir, ignore_errors=True)
     return cli.OK
 
 
@@ -90,7 +106,7 @@ def resume_path(session_id):
 def sessions(every):
     from pantolib import repl
 
-    statuses, data = repl.Pipeline([[repl.command_path("panto-ls")] + (["--all"] if every else [])]).run()
+    statuses, data = repl.Pipeline([repl.command_argv("panto-ls", *(["--all"] if every else []))]).run()
     if data:
         cli.stdout().write(data)
     elif statuses == [0]:

@@ -388,8 +388,8 @@ class Repl:
             candidate = paths.session_path(session.header)
             if os.path.exists(candidate):
                 self.path = candidate
-        if session is not None and session.header is not None:
-            self.session = session
+        if session is not None and session.header is not None and self.path is not None:
+            self.session = session      # what the file holds (a first prompt that failed left none)
         return Turn(statuses, session, pipe.interrupts > 0, seconds, live.seen)
 
     def turn(self, prompt):
@@ -449,7 +449,7 @@ class Repl:
 
     def _unanswered_prompt(self):
         """The text of a user prompt at the leaf that got no reply (a failed turn), or None."""
-        if self.session is None or self.branch:
+        if self.session is None or self.branch or self.path is None:
             return None
         leaf = self.session.leaf_message()
         if leaf is None or leaf["message"]["role"] != "user":

@@ -1,0 +1,439 @@
+"""The interactive panto as a person meets it, in a real pseudo-terminal:
+paste, multi-line prompts, /edit, feedback, Markdown, NO_COLOR, Ctrl-C at any
+moment, and the branch commands (checked in the session file)."""
+import json
+import os
+import random
+import re
+import stat
+import subprocess
+import time
+
+import pytest
+
+from conftest import run
+from sse_server import Server, anthropic_stream, an_block, an_delta, an_end, an_start, an_stop, \
+    error_reply, openai_text, openai_tools
+from test_panto import KEY, Term, read_entries, roles, session_files, usage
+
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+
+
+@pytest.fixture
+def srv():
+    with Server() as s:
+        yield s
+
+
+@pytest.fixture
+def env(srv, tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    return dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY,
+                ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=KEY, TERM="xterm-256color", TMPDIR=str(tmp))
+
+
+def has_replay_at():
+    p = run(["panto-log", "--help"])
+    return b"--at" in p.stdout
+
+
+needs_at = pytest.mark.skipif(not has_replay_at(), reason="panto-log replay --at is not there yet")
+
+
+def user_texts(entries):
+    return [b["text"] for e in entries if e["type"] == "message" and e["message"]["role"] == "user"
+            for b in e["message"]["content"] if b["type"] == "text"]
+
+
+def test_a_forty_line_paste_is_one_prompt(isolated, srv, env):
+    srv.push(openai_text("Got all of it."))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    lines = [f"  File \"x.py\", line {i}, in f{i}" for i in range(40)]
+    t.send(PASTE_START + "\r".join(lines) + "\r" + PASTE_END)
+    t.expect("line 39, in f39")    # all of it at the prompt, nothing sent yet
+    assert srv.requests == []
+    t.send("\r")
+    t.expect("Got all of it.")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert len(srv.requests) == 1
+    sent = srv.requests[0].body["messages"][-1]
+    assert sent["role"] == "user" and sent["content"] == "\n".join(lines) + "\n"
+    [path] = session_files(isolated)
+    assert user_texts(read_entries(path)) == ["\n".join(lines) + "\n"]
+
+
+def test_a_trailing_backslash_continues_the_prompt(isolated, srv, env):
+    srv.push(openai_text("two lines seen"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("first line \\")
+    t.expect("  ")
+    t.line("second line")
+    t.expect("two lines seen")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert len(srv.requests) == 1
+    assert srv.requests[0].body["messages"][-1]["content"] == "first line \nsecond line"
+
+
+def test_edit_writes_the_prompt_in_the_editor(isolated, srv, env, tmp_path):
+    srv.push(openai_text("edited prompt seen"))
+    script = tmp_path / "ed.sh"
+    modes = tmp_path / "modes"
+    script.write_text(f'#!/bin/sh\nstat -c %a "$1" > {modes}\nprintf "from the editor\\nline two\\n" > "$1"\n')
+    script.chmod(0o755)
+    t = Term(["--no-tools"], dict(env, EDITOR=str(script)))
+    t.expect("> ")
+    t.line("/edit")
+    t.expect("edited prompt seen")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert modes.read_text().strip() == "600"
+    assert srv.requests[0].body["messages"][-1]["content"] == "from the editor\nline two"
+
+
+def test_a_pasted_y_does_not_answer_a_tool_question(isolated, srv, env):
+    srv.push(openai_tools([("call_1", "bash", '{"command": "touch ran"}')]),
+             openai_text("Not run, then."))
+    t = Term([], env)
+    t.expect("> ")
+    t.line("make a file")
+    t.expect("allow bash?")
+    t.send(PASTE_START + "y\r" + PASTE_END)
+    t.send("n")
+    t.send("\r")
+    t.expect("Not run, then.")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert not (isolated / "ran").exists()
+
+
+def test_spinner_reply_and_usage_line(isolated, srv, env):
+    cfg = isolated.parent / "home" / ".config" / "panto"
+    cfg.mkdir(parents=True)
+    (cfg / "models.toml").write_text('[openai.gpt-4o]\ninput = 2.5\noutput = 10.0\ncache_read = 1.25\n'
+                                     'context = 128000\n')
+    u = {"prompt_tokens": 12000, "completion_tokens": 300, "prompt_tokens_details": {"cached_tokens": 9000}}
+    srv.push(openai_text("Here it is.", pieces=["Here", " it is."], usage=u, delay=0.4))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("slow one")
+    spinner = t.expect("Here")
+    assert re.search(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] waiting \d+\.\ds", spinner), spinner
+    t.expect("it is.")
+    line = t.expect("> ")
+    assert "12,000 in (75% cached)" in line and "300 out" in line, line
+    assert re.search(r"\$0\.\d{4}", line) and re.search(r"\d+\.\ds", line), line
+    assert t.quit() == 0
+
+
+def test_a_tool_run_shows_a_spinner(isolated, srv, env):
+    srv.push(openai_tools([("call_1", "bash", '{"command": "sleep 1; echo finished"}')]),
+             openai_text("It finished."))
+    t = Term(["--yes"], env)
+    t.expect("> ")
+    t.line("run it")
+    t.expect("running ")
+    t.expect("It finished.")
+    t.expect("> ")
+    assert t.quit() == 0
+
+
+MARKDOWN = "# Title\nSome **bold** and `code`.\n> a quote\n- an item\n\n```\nx = 1\n```\nend\n"
+
+
+def test_markdown_is_rendered_on_a_terminal(isolated, srv, env):
+    srv.push(openai_text(MARKDOWN))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("show markdown")
+    t.expect("end")
+    t.expect("> ")
+    assert t.quit() == 0
+    screen = t.screen
+    assert "│ a quote" in screen and "• an item" in screen
+    assert "\x1b[1m\x1b[35m# Title" in screen          # a heading, styled
+    assert "\x1b[1mbold\x1b[0m" in screen
+    assert "\n> a quote" not in screen.replace("\r", "")
+
+
+def test_no_color_renders_the_same_layout_without_escapes(isolated, srv, env):
+    srv.push(openai_text(MARKDOWN, usage=usage(10, 5)))
+    t = Term(["--no-tools"], dict(env, NO_COLOR="1"))
+    t.expect("> ")
+    t.line("show markdown")
+    t.expect("\n")
+    reply = t.expect(" out")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert "│ a quote" in reply and "• an item" in reply and "**bold**" in reply
+    assert "\x1b" not in reply, repr(reply)
+
+
+def test_thinking_is_dimmed_apart_from_the_text(isolated, srv, env):
+    events = [an_start(), an_block(0, {"type": "thinking", "thinking": ""}),
+              an_delta(0, {"type": "thinking_delta", "thinking": "pondering deeply"}),
+              an_delta(0, {"type": "signature_delta", "signature": "sig"}), an_stop(0),
+              an_block(1, {"type": "text", "text": ""}),
+              an_delta(1, {"type": "text_delta", "text": "The answer."}), an_stop(1), an_end()]
+    srv.push(anthropic_stream(events))
+    t = Term(["--no-tools", "-p", "anthropic", "-m", "claude-test"], env)
+    t.expect("> ")
+    t.line("think")
+    t.expect("The answer.")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert "\x1b[2mpondering deeply" in t.screen
+
+
+def test_piped_output_is_the_text_as_written(isolated, srv, env):
+    srv.push(openai_text(MARKDOWN))
+    p = run(["panto", "--no-tools"], input=b"markdown please\n", env=env)
+    assert p.returncode == 0, p.stderr
+    assert MARKDOWN.encode() in p.stdout and b"\x1b" not in p.stdout
+
+
+def test_escape_sequences_from_the_model_are_shown_not_run(isolated, srv, env):
+    srv.push(openai_text("evil \x1b]52;c;aGk=\x07 and \x1b[2J done"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("hi")
+    t.expect("done")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert "\x1b]52" not in t.screen and "\x1b[2J" not in t.screen and "^[]52" in t.screen
+
+
+def test_ctrl_c_at_any_moment_of_a_turn_never_prints_a_traceback(isolated, srv, env):
+    rng = random.Random(13)
+    rounds = 12
+    for _ in range(rounds):
+        srv.push(openai_text("drip " * 40, pieces=["drip "] * 40, delay=0.05))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    for i in range(rounds):
+        t.line(f"question {i}")
+        wait = rng.uniform(0.01, 0.15)
+        t.expect(f"question {i}")
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            t._read(0.005)
+        t.send(b"\x03")
+        t.line("/session")
+        t.expect("/session")
+        t.expect("\n")
+        t.expect("> ")
+    assert t.quit() == 0
+    assert "Traceback" not in t.screen, t.screen
+    assert "refusing" not in t.screen, t.screen
+    for path in session_files(isolated):
+        p = run(["panto-log", "replay", path])
+        assert p.returncode == 0 and not p.stderr, p.stderr
+
+
+def test_ctrl_c_keeps_the_partial_reply_on_screen(isolated, srv, env):
+    srv.push(openai_text("partial " * 200, pieces=["partial "] * 200, delay=0.05))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("long one")
+    t.expect("partial partial partial")
+    t.send(b"\x03")
+    t.expect("[cancelled]")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert "Traceback" not in t.screen
+
+
+def test_second_ctrl_c_at_an_empty_prompt_says_how_to_quit(env):
+    t = Term([], env)
+    t.expect("> ")
+    t.send(b"\x03")
+    t.expect("> ")
+    t.send(b"\x03")
+    t.expect("Ctrl-D")
+    t.expect("> ")
+    assert t.quit() == 0
+
+
+def test_model_alone_names_the_model_in_use(env, srv):
+    t = Term([], env)
+    t.expect("> ")
+    t.line("/model")
+    t.expect(f"model: openai: gpt-4o @ {srv.url}/v1")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert "(default)" not in t.screen
+
+
+def test_retry_after_a_failed_turn_sends_the_prompt_once(isolated, srv, env):
+    srv.push(openai_text("first"), error_reply(400, "temporarily refused"), openai_text("after the retry"),
+             error_reply(400, "refused again"), openai_text("after up and enter"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("hello")
+    t.expect("first")
+    t.expect("> ")
+    t.line("second question")
+    t.expect("temporarily refused")
+    t.expect("> ")
+    t.line("/retry")
+    t.expect("after the retry")
+    t.expect("> ")
+    t.line("third question")
+    t.expect("refused again")
+    t.expect("> ")
+    t.send("\x1b[A")           # Up: the failed prompt back, then Enter
+    t.expect("third question")
+    t.send("\r")
+    t.expect("after up and enter")
+    t.expect("> ")
+    assert t.quit() == 0
+    [path] = session_files(isolated)
+    entries = read_entries(path)
+    assert user_texts(entries) == ["hello", "second question", "third question"]
+    assert roles(entries) == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    last = [m for m in srv.requests[-1].body["messages"] if m["role"] == "user"]
+    assert [m["content"] for m in last] == ["hello", "second question", "third question"]
+
+
+def test_retry_of_a_failed_first_prompt(isolated, srv, env):
+    srv.push(error_reply(400, "no such luck"), openai_text("second time lucky"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("only question")
+    t.expect("no such luck")
+    t.expect("> ")
+    t.line("/retry")
+    t.expect("second time lucky")
+    t.expect("> ")
+    assert t.quit() == 0
+    [path] = session_files(isolated)
+    assert user_texts(read_entries(path)) == ["only question"]
+
+
+@needs_at
+def test_retry_after_a_reply_makes_a_sibling(isolated, srv, env):
+    srv.push(openai_text("answer one"), openai_text("answer two"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("the question")
+    t.expect("answer one")
+    t.expect("> ")
+    t.line("/retry")
+    t.expect("answer two")
+    t.expect("> ")
+    assert t.quit() == 0
+    [path] = session_files(isolated)
+    entries = read_entries(path)
+    users = [e for e in entries if e["type"] == "message" and e["message"]["role"] == "user"]
+    replies = [e for e in entries if e["type"] == "message" and e["message"]["role"] == "assistant"]
+    assert len(users) == 1 and len(replies) == 2
+    assert replies[0]["parentId"] == replies[1]["parentId"] == users[0]["id"]
+    assert len(srv.requests) == 2 and srv.requests[0].body["messages"] == srv.requests[1].body["messages"]
+
+
+@needs_at
+def test_rewind_branches_from_before_the_chosen_prompt(isolated, srv, env):
+    srv.push(openai_text("one"), openai_text("two"), openai_text("instead"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("first prompt")
+    t.expect("one")
+    t.expect("> ")
+    t.line("second prompt")
+    t.expect("two")
+    t.expect("> ")
+    t.line("/rewind")
+    t.expect("2  ")
+    t.expect("second prompt")
+    t.expect("> ")
+    t.line("/rewind 2")
+    t.expect("taken back")
+    t.expect("> ")
+    t.send("\x15")          # Ctrl-U: away with the prompt put back
+    t.line("another second prompt")
+    t.expect("instead")
+    t.expect("> ")
+    assert t.quit() == 0
+    [path] = session_files(isolated)
+    entries = read_entries(path)
+    by_text = {b["text"]: e for e in entries if e["type"] == "message"
+               for b in e["message"]["content"] if b["type"] == "text"}
+    assert by_text["another second prompt"]["parentId"] == by_text["one"]["id"]
+    assert by_text["second prompt"]["parentId"] == by_text["one"]["id"]   # nothing removed
+    sent = [m["content"] for m in srv.requests[-1].body["messages"] if m["role"] == "user"]
+    assert sent == ["first prompt", "another second prompt"]
+
+
+@needs_at
+def test_fork_goes_on_in_a_new_session_file(isolated, srv, env):
+    srv.push(openai_text("before the fork"), openai_text("after the fork"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("first")
+    t.expect("before the fork")
+    t.expect("> ")
+    t.line("/fork")
+    t.expect("forked: now in session ")
+    t.expect("> ")
+    t.line("second")
+    t.expect("after the fork")
+    t.expect("> ")
+    assert t.quit() == 0
+    files = session_files(isolated)
+    assert len(files) == 2
+    heads = {}
+    for f in files:
+        with open(f) as fh:
+            heads[f] = json.loads(fh.readline())
+    [old] = [f for f in files if "parentSession" not in heads[f]]
+    [new] = [f for f in files if "parentSession" in heads[f]]
+    assert heads[new]["parentSession"] == heads[old]["id"]
+    old_entries, new_entries = read_entries(old), read_entries(new)
+    assert [e["id"] for e in new_entries[:len(old_entries)]] == [e["id"] for e in old_entries]
+    assert user_texts(old_entries) == ["first"] and user_texts(new_entries) == ["first", "second"]
+    assert stat.S_IMODE(os.stat(new).st_mode) == 0o600
+
+
+def test_allowed_lists_and_clears_this_runs_allowances(isolated, srv, env):
+    t = Term([], env)
+    t.expect("> ")
+    t.line("/allowed")
+    t.expect("nothing allowed yet")
+    t.expect("> ")
+    [d] = [p for p in os.listdir(env["TMPDIR"]) if p.startswith("panto-allow-")]
+    d = os.path.join(env["TMPDIR"], d)
+    f = os.path.join(d, "allowed")
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700 and stat.S_IMODE(os.stat(f).st_mode) == 0o600
+    with open(f, "w") as fh:
+        fh.write("bash:ls\nwrite\n")
+    t.line("/allowed")
+    t.expect("bash ls")
+    t.expect("write")
+    t.expect("> ")
+    t.line("/allowed clear")
+    t.expect("cleared")
+    t.expect("> ")
+    assert os.path.getsize(f) == 0
+    assert t.quit() == 0
+    assert not os.path.exists(d)     # allowances never outlive the run
+
+
+def test_history_keeps_a_multi_line_prompt_as_one_entry(isolated, srv, env):
+    srv.push(openai_text("ok one"), openai_text("ok two"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.send(PASTE_START + "alpha\rbeta" + PASTE_END + "\r")
+    t.expect("ok one")
+    t.expect("> ")
+    t.send("\x1b[A\r")
+    t.expect("ok two")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert [m["content"] for m in srv.requests[1].body["messages"] if m["role"] == "user"][-1] == "alpha\nbeta"
+    history = isolated.parent / "home" / ".local" / "state" / "panto" / "history"
+    assert json.loads(history.read_text().splitlines()[-1]) == "alpha\nbeta"
+    assert stat.S_IMODE(os.stat(history).st_mode) == 0o600

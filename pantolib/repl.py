@@ -17,6 +17,7 @@ import codecs
 import errno
 import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -49,8 +50,10 @@ Ctrl-C cancels the running request or tool (at the prompt: clears the line).\
 """
 DIM, RED, CYAN, BOLD, YELLOW, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[1m", "\033[33m", "\033[0m"
 COMPACT_AT = 0.85       # compact before the next request above this share of the context window
-# panto-send's live display marks thinking with these (and nothing else of it is an escape)
-THINK_ON, THINK_OFF = "\x1b[2m", "\x1b[0m"
+# panto-send's live display marks thinking dim (ESC [2m ... ESC [0m); model text
+# reaches its display neutralized, so a colour code here is panto-send's own.
+_SGR = re.compile("\x1b\\[([0-9;]*)m")
+_SGR_START = re.compile("\x1b(\\[[0-9;]*)?")
 
 
 def plural(n, word, many=None):
@@ -248,22 +251,25 @@ class LiveReply:
     def feed(self, data):
         text = self.hold + self.decoder.decode(data, final=not data)
         self.hold = ""
-        if data:    # keep back what could be the start of a mark
-            cut = text.rfind("\x1b")
-            if cut >= 0 and len(text) - cut < len(THINK_ON) and (THINK_ON.startswith(text[cut:])
-                                                                   or THINK_OFF.startswith(text[cut:])):
-                text, self.hold = text[:cut], text[cut:]
-        while text:
-            on, off = text.find(THINK_ON), text.find(THINK_OFF)
-            marks = [i for i in (on, off) if i >= 0]
-            i = min(marks) if marks else len(text)
-            if i:
-                self.seen = True
-                (self.md.thinking if self.thinking else self.md.text)(text[:i])
-            if not marks:
-                break
-            self.thinking = i == on
-            text = text[i + len(THINK_ON):]
+        cut = text.rfind("\x1b")
+        if data and cut >= 0 and len(text) - cut < 12 and _SGR_START.fullmatch(text[cut:]):
+            text, self.hold = text[:cut], text[cut:]   # maybe the start of a mark: wait for the rest
+        pos = 0
+        for m in _SGR.finditer(text):
+            if m.start() > pos:
+                self._show(text[pos:m.start()])
+            codes = m.group(1).split(";")
+            if "2" in codes:
+                self.thinking = True
+            elif not m.group(1) or "0" in codes or "22" in codes:
+                self.thinking = False
+            pos = m.end()
+        if pos < len(text):
+            self._show(text[pos:])
+
+    def _show(self, text):
+        self.seen = True
+        (self.md.thinking if self.thinking else self.md.text)(text)
 
     def end(self):
         self.feed(b"")

@@ -810,11 +810,16 @@ class Repl:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(initial)
+            # Ctrl-C belongs to the editor while it runs, not to panto
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
-                status = subprocess.call(shlex.split(editor) + [name])
-            except (OSError, ValueError) as e:
-                self.say(f"cannot start the editor '{editor}': {e}", RED)
+                status = subprocess.call(shlex.split(editor) + [name],
+                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            except (OSError, ValueError, subprocess.SubprocessError) as e:
+                self.say(f"cannot start the editor '{terminal.visible_line(editor)}': {e}", RED)
                 return None
+            finally:
+                signal.signal(signal.SIGINT, old)
             if status != 0:
                 self.say(f"the editor exited with status {status}: nothing sent", RED)
                 return None

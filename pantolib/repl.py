@@ -407,14 +407,14 @@ class Repl:
                 prompt = None   # the same prompt again after a failure: no second user entry
         if self.path and self.fill is not None and self.fill > COMPACT_AT:
             self.say(f"[the context is {self.fill:.0%} full: compacting first]", DIM)
-            self.compact()
+            self.compact(keep=1)
         t = self._request(prompt)
         if t is None:
             return
         if not t.cancelled and self._context_full(t):
             self.say("[the context window is full: compacting, then sending again]", YELLOW)
             at = self._last_prompt_entry(t.session) if t.ok else None
-            if self.compact(at=at["id"] if at else None):
+            if self.compact(at=at["id"] if at else None, keep=1):
                 t = self._request(None)
                 if t is None:
                     return
@@ -762,9 +762,10 @@ class Repl:
     def _sink_new(self):
         return Cmd(command_argv("panto-log", "append", sigint=False))
 
-    def compact(self, instructions=None, at=None):
-        """Compact the session (panto-send --compact); True when it worked."""
-        extra = ["--compact"] + ([instructions] if instructions else [])
+    def compact(self, instructions=None, at=None, keep=None):
+        """Compact the session (panto-send --compact); True when it worked.
+        By itself panto keeps only the last prompt (keep=1): the context is full."""
+        extra = ["--compact"] + (["--keep", str(keep)] if keep else []) + ([instructions] if instructions else [])
         t = self.step(self._source(at=at) + [self._send(extra=extra), self._sink()], "compacting ")
         if t.cancelled:
             self.say("[cancelled]", RED)

@@ -437,3 +437,92 @@ def test_history_keeps_a_multi_line_prompt_as_one_entry(isolated, srv, env):
     history = isolated.parent / "home" / ".local" / "state" / "panto" / "history"
     assert json.loads(history.read_text().splitlines()[-1]) == "alpha\nbeta"
     assert stat.S_IMODE(os.stat(history).st_mode) == 0o600
+
+
+def has_compact():
+    return b"--compact" in run(["panto-send", "--help"]).stdout
+
+
+needs_compact = pytest.mark.skipif(not has_compact(), reason="panto-send --compact is not there yet")
+
+
+def compactions(entries):
+    return [e for e in entries if e["type"] == "compaction"]
+
+
+@needs_compact
+def test_compact_command_writes_a_compaction(isolated, srv, env):
+    srv.push(openai_text("one"), openai_text("two"), openai_text("three"),
+             openai_text("The summary of it all."), openai_text("after compaction"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    for p, a in (("p1", "one"), ("p2", "two"), ("p3", "three")):
+        t.line(p)
+        t.expect(a)
+        t.expect("> ")
+    t.line("/compact keep the names")
+    t.expect("> ")
+    t.line("p4")
+    t.expect("after compaction")
+    t.expect("> ")
+    assert t.quit() == 0
+    [path] = session_files(isolated)
+    [c] = compactions(read_entries(path))
+    assert c["summary"] == "The summary of it all."
+    assert "keep the names" in json.dumps(srv.requests[3].body)
+    assert "The summary of it all." in json.dumps(srv.requests[4].body["messages"])
+
+
+@needs_compact
+def test_a_context_full_reply_compacts_and_sends_again_once(isolated, srv, env):
+    full = error_reply(400, "This model's maximum context length is 128000 tokens. However, your messages "
+                            "resulted in 130000 tokens. Please reduce the length of the messages.",
+                       kind="invalid_request_error")
+    full["body"]["error"]["code"] = "context_length_exceeded"
+    srv.push(openai_text("one"), openai_text("two"), full, openai_text("Summary."), openai_text("fits now"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("p1")
+    t.expect("one")
+    t.expect("> ")
+    t.line("p2")
+    t.expect("two")
+    t.expect("> ")
+    t.line("p3")
+    t.expect("compacting")
+    t.expect("fits now")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert len(srv.requests) == 5
+    [path] = session_files(isolated)
+    entries = read_entries(path)
+    assert len(compactions(entries)) == 1 and user_texts(entries).count("p3") == 1
+
+
+@needs_compact
+@pytest.mark.skipif(not hasattr(__import__("pantolib.pricing").pricing, "context_window"),
+                    reason="pricing.context_window is not there yet")
+def test_over_85_percent_of_the_context_compacts_before_the_next_request(isolated, srv, env):
+    cfg = isolated.parent / "home" / ".config" / "panto"
+    cfg.mkdir(parents=True)
+    (cfg / "models.toml").write_text('[openai.gpt-4o]\ninput = 2.5\noutput = 10.0\ncontext = 1000\n')
+    srv.push(openai_text("one", usage=usage(100, 5)), openai_text("two", usage=usage(900, 5)),
+             openai_text("Summary."), openai_text("three", usage=usage(200, 5)))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("p1")
+    t.expect("one")
+    t.expect("10% of the context")
+    t.expect("> ")
+    t.line("p2")
+    t.expect("two")
+    t.expect("90% of the context")
+    t.expect("> ")
+    t.line("p3")
+    t.expect("compacting first")
+    t.expect("three")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert len(srv.requests) == 4
+    [path] = session_files(isolated)
+    assert len(compactions(read_entries(path))) == 1

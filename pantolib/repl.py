@@ -14,223 +14,22 @@ terminal (thinking between its dim marks) and the REPL draws it: a spinner
 until the first byte, then the text as Markdown (markdown.py).
 """
 import codecs
-import errno
-import io
 import os
 import re
-import signal
-import subprocess
 import sys
 import time
 
 from pantolib import paths, terminal
-from pantolib.conversation import Session
+from pantolib.commands import Commands, plural, settings
 from pantolib.errors import PantoError
-from pantolib.providers import NAMES as PROVIDERS
+from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session, write_fd
 
-HELP = """\
-commands:
-  /model PROVIDER MODEL   switch model (openai or anthropic) from the next prompt on
-  /model                  show the model in use
-  /edit                   write the prompt in $EDITOR
-  /retry                  send the last prompt again (after a reply: a new reply beside it)
-  /rewind [N | ID]        list the earlier prompts; take back prompt N (or entry ID)
-  /tree                   the session's entries as a tree, branches included
-  /fork                   go on in a new session file holding this conversation
-  /name TITLE             give the session a title
-  /compact [TEXT]         summarize the older part of the conversation (TEXT: what to keep)
-  /allowed [clear]        what "always" allowed in this run; clear forgets it
-  /cost                   what this session has cost so far (panto-cost)
-  /session                show the session file
-  /help                   this help
-  /quit                   leave (Ctrl-D does too)
-keys: Enter sends; a line ending in \\ goes on on the next line; a paste is one prompt;
-Up/Down history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end; Ctrl-W word back;
-Ctrl-C cancels the running request or tool (at the prompt: clears the line).\
-"""
 DIM, RED, CYAN, BOLD, YELLOW, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[1m", "\033[33m", "\033[0m"
 COMPACT_AT = 0.85       # compact before the next request above this share of the context window
 # panto-send's live display marks thinking dim (ESC [2m ... ESC [0m); model text
 # reaches its display neutralized, so a colour code here is panto-send's own.
 _SGR = re.compile("\x1b\\[([0-9;]*)m")
 _SGR_START = re.compile("\x1b(\\[[0-9;]*)?")
-
-
-def plural(n, word, many=None):
-    return f"{n:,} {word if n == 1 else (many or word + 's')}"
-
-
-def command_argv(name, *args, sigint=True):
-    """How the REPL starts a plumbing command (see launch.py): the same Python
-    and the same panto, SIGINT held until the command can take it."""
-    return [sys.executable, "-P", "-m", "pantolib.launch", name if sigint else "-" + name, *args]
-
-
-def read_session(data):
-    """A Session from stream bytes (bare lines, which nothing here writes, are skipped)."""
-    return Session.read(io.BytesIO(data), skip_bare=True)
-
-
-class Cmd:
-    """One command of a pipeline: argv, and where its stderr goes (None: the
-    terminal; "pty": a pseudo-terminal the REPL reads)."""
-
-    def __init__(self, argv, stderr=None, role=None):
-        self.argv, self.stderr, self.role = argv, stderr, role
-
-
-class Pipeline:
-    """Run commands connected stdout to stdin.
-
-    Every child starts with SIGINT blocked (launch.py unblocks it once the
-    command can take it; panto-log append ignores it), so a Ctrl-C at any
-    moment reaches each child as a clean interruption, never a traceback
-    from inside Python's start-up; the REPL only counts it."""
-
-    def __init__(self, commands, capture=True, stdin_data=None):
-        self.commands = [c if isinstance(c, Cmd) else Cmd(c) for c in commands]
-        self.capture = capture
-        self.stdin_data = stdin_data
-        self.interrupts = 0
-        self.procs = []
-        self.ptys = {}          # master fd -> Cmd
-        self.on_interrupt = None
-
-    def _on_sigint(self, signum, frame):
-        # The terminal sent SIGINT to every process of the foreground group:
-        # the children stop by themselves (panto-log append finishes writing
-        # first). A second Ctrl-C hurries the ones that are still running.
-        self.interrupts += 1
-        if self.on_interrupt is not None:
-            self.on_interrupt()
-        if self.interrupts > 1:
-            for p in self.procs[:-1]:
-                if p.poll() is None:
-                    try:
-                        p.terminate()
-                    except OSError:
-                        pass
-
-    def _start(self):
-        prev = subprocess.PIPE if self.stdin_data is not None else subprocess.DEVNULL
-        for i, cmd in enumerate(self.commands):
-            last = i == len(self.commands) - 1
-            out = subprocess.PIPE if (not last or self.capture) else None
-            err, slave = None, None
-            if cmd.stderr == "pty":
-                master, slave = _open_pty()
-                self.ptys[master] = cmd
-                err = slave
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
-            try:
-                p = subprocess.Popen(cmd.argv, stdin=prev, stdout=out, stderr=err)
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
-                if slave is not None:
-                    os.close(slave)
-            cmd.proc = p
-            if i == 0 and self.stdin_data is not None:
-                self.feed = p.stdin
-            elif prev not in (subprocess.DEVNULL, subprocess.PIPE):
-                prev.close()
-            prev = p.stdout
-            self.procs.append(p)
-
-    def run(self, on_output=None, on_tick=None):
-        """(exit statuses, bytes of the last command's stdout). on_output(cmd,
-        bytes) gets what a pty child writes to its stderr (b"" at its end)."""
-        import select
-
-        old = signal.signal(signal.SIGINT, self._on_sigint)
-        try:
-            self._start()
-            if self.stdin_data is not None:
-                try:
-                    self.feed.write(self.stdin_data)
-                    self.feed.close()
-                except BrokenPipeError:
-                    pass
-            chunks = []
-            out = self.procs[-1].stdout if self.capture else None
-            fds = list(self.ptys) + ([out.fileno()] if out is not None else [])
-            while fds:
-                ready = select.select(fds, [], [], 0.1)[0]
-                if not ready and on_tick is not None:
-                    on_tick(self)
-                for fd in ready:
-                    try:
-                        data = os.read(fd, 1 << 16)
-                    except OSError as e:
-                        if e.errno != errno.EIO:
-                            raise
-                        data = b""      # the pty's last writer has gone
-                    if fd in self.ptys:
-                        if on_output is not None:
-                            on_output(self.ptys[fd], data)
-                        elif data:
-                            _write_fd(2, data)
-                    elif data:
-                        chunks.append(data)
-                    if not data:
-                        fds.remove(fd)
-                        if fd in self.ptys:
-                            os.close(fd)
-            if out is not None:
-                out.close()
-            statuses = []
-            for p in self.procs:
-                while True:
-                    try:
-                        statuses.append(p.wait(0.1))
-                        break
-                    except subprocess.TimeoutExpired:
-                        if on_tick is not None:
-                            on_tick(self)
-            return statuses, b"".join(chunks)
-        finally:
-            for p in self.procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            for fd in list(self.ptys):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            self.ptys.clear()
-            signal.signal(signal.SIGINT, old)
-
-    def running(self, role):
-        return any(c.role == role and c.proc.poll() is None for c in self.commands)
-
-
-def _open_pty():
-    """A pseudo-terminal for a child's stderr: raw (no newline translation),
-    as wide as panto's own terminal."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-    import tty
-
-    master, slave = pty.openpty()
-    try:
-        tty.setraw(slave)
-        cols, rows = terminal.size(2)
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    except (OSError, termios.error):
-        pass
-    os.set_inheritable(master, False)
-    return master, slave
-
-
-def _write_fd(fd, data):
-    while data:
-        try:
-            n = os.write(fd, data)
-        except InterruptedError:
-            continue
-        data = data[n:]
 
 
 class LiveReply:
@@ -288,7 +87,7 @@ class Turn:
         return all(s == 0 for s in self.statuses)
 
 
-class Repl:
+class Repl(Commands):
     def __init__(self, path=None, provider=None, model=None, yes=False, max_steps=25, tools=True,
                  out=None, err=None, history=None, env=None):
         self.path = path            # the session file, once there is one
@@ -375,7 +174,7 @@ class Repl:
                 live.feed(data) if data else None
             elif data:
                 self.out.flush()
-                _write_fd(self.err.fileno(), data)
+                write_fd(self.err.fileno(), data)
                 state["tool_line_open"] = not data.endswith(b"\n")
 
         pipe.on_interrupt = spin.stop
@@ -409,15 +208,16 @@ class Repl:
             self.say(f"[the context is {self.fill:.0%} full: compacting first]", DIM)
             self.compact(keep=1)
         t = self._request(prompt)
-        if t is None:
-            return
         if not t.cancelled and self._context_full(t):
             self.say("[the context window is full: compacting, then sending again]", YELLOW)
             at = self._last_prompt_entry(t.session) if t.ok else None
             if self.compact(at=at["id"] if at else None, keep=1):
                 t = self._request(None)
-                if t is None:
-                    return
+        self._agent(t)
+
+    def _agent(self, t):
+        """The agent loop after a request: tool rounds while the model asks for
+        tools, at most max_steps requests in all."""
         steps = 1
         while t.ok and not t.cancelled and t.session is not None and self._wants_tools(t.session):
             if steps >= self.max_steps:
@@ -428,7 +228,7 @@ class Repl:
             if self.path is None:   # cannot happen after a reply, but never lose the stream
                 self.say("[the session was not saved; stopping]", RED)
                 return
-            t = self.step(self._source() + [self._tool(), self._send(), self._sink()], "waiting ")
+            t = self.step(self._source() + [self._tool(), self._send(), self._sink()])
             self._report(t)
             steps += 1
         if t.cancelled:
@@ -578,268 +378,6 @@ class Repl:
                      f"{'was' if len(waiting) == 1 else 'were'} never run and will "
                      "not be run now; type a prompt to go on]", RED)
 
-    # -- commands ------------------------------------------------------------------------
-    def command(self, line):
-        """A /command: False to quit."""
-        name, _, rest = line.strip().partition(" ")
-        rest = rest.strip()
-        args = rest.split()
-        if name in ("/quit", "/exit", "/q"):
-            return False
-        if name == "/help":
-            self.say(HELP)
-        elif name == "/model":
-            if not args:
-                provider, model, base = settings(self.provider, self.model, self.session, self.env)
-                self.say(f"model: {provider}: {model} @ {base}")
-            elif len(args) != 2 or args[0] not in PROVIDERS:
-                self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
-            else:
-                self.provider, self.model = args
-                self.fill = None
-                self.say(f"model: {self.provider}: {self.model} (from the next prompt on)")
-        elif name == "/cost":
-            if self.path is None:
-                self.say("nothing spent yet: no session file")
-            else:
-                self._show(command_argv("panto-cost", self.path))
-        elif name == "/session":
-            self.say(self.path or "no session file yet (it is created by the first reply)")
-        elif name == "/edit":
-            text = self.edit_prompt(rest)
-            if text:
-                self.turn(text)
-        elif name == "/retry":
-            self.retry()
-        elif name == "/rewind":
-            self.rewind(rest)
-        elif name == "/tree":
-            if self._need_file():
-                self._show(command_argv("panto-log", "tree", self.path))
-        elif name == "/fork":
-            self.fork()
-        elif name == "/name":
-            if not rest:
-                self.say("usage: /name TITLE", RED)
-            elif self._need_file():
-                if self._show(command_argv("panto-log", "name", rest, self.path)):
-                    self.say(f"named: {terminal.visible_line(rest)}")
-        elif name == "/compact":
-            if self._need_file():
-                self.compact(instructions=rest or None)
-        elif name == "/allowed":
-            self.allowed(rest)
-        else:
-            self.say(f"unknown command '{terminal.visible_line(name)}' (try /help)", RED)
-        return True
-
-    def _need_file(self):
-        if self.path is None:
-            self.say("no session file yet (it is created by the first reply)")
-            return False
-        return True
-
-    def _show(self, argv):
-        """Run one command and show its output (neutralized); True when it succeeded."""
-        pipe = Pipeline([Cmd(argv)])
-        statuses, data = pipe.run()
-        if data:
-            self.out.write(terminal.visible(data.decode("utf-8", "replace")))
-            self.out.flush()
-        return statuses == [0]
-
-    def retry(self):
-        if self.path is None:
-            if self.last_prompt is None:
-                self.say("nothing to retry yet")
-            else:
-                self.turn(self.last_prompt)
-            return
-        session = self.session
-        if session is None:
-            self.say("nothing to retry yet")
-            return
-        leaf = session.leaf_message()
-        prompt = self._last_prompt_entry(session)
-        if prompt is None:
-            self.say("nothing to retry yet")
-            return
-        text = next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
-        self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
-        if leaf is prompt or (leaf is not None and leaf["id"] == prompt["id"]):
-            self.branch = None
-            self._after_request(self._request(None))
-        else:           # after a reply: a new reply to the same prompt, beside the old one
-            self.branch = prompt["id"]
-            self._after_request(self._request(None))
-
-    def _after_request(self, t):
-        """The rest of a turn that started with an explicit request (tool rounds)."""
-        if t is None:
-            return
-        steps = 1
-        while t.ok and not t.cancelled and t.session is not None and self._wants_tools(t.session):
-            if steps >= self.max_steps:
-                self.say(f"[stopped after {plural(steps, 'step')} (--max-steps)]", RED)
-                return
-            t = self.step(self._source() + [self._tool(), self._send(), self._sink()])
-            self._report(t)
-            steps += 1
-        if t.cancelled:
-            self.say("[cancelled]", RED)
-
-    def prompts(self):
-        """The user prompts on the active path: [(entry, text)]."""
-        out = []
-        for e in (self.session.message_entries() if self.session else []):
-            m = e["message"]
-            texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
-            if m["role"] == "user" and texts:
-                out.append((e, texts[-1]))
-        return out
-
-    def rewind(self, arg):
-        found = self.prompts()
-        if not found:
-            self.say("no prompts to go back to")
-            return
-        if not arg:
-            for i, (e, text) in enumerate(found, 1):
-                first = terminal.visible_line(text.strip().split("\n")[0])[:100]
-                self.say(f"{i:3}  {e['id'][:8]}  {first}")
-            self.say("/rewind N (or an id) takes that prompt back: the next prompt replaces it", DIM)
-            return
-        chosen = None
-        if arg.isdigit() and 1 <= int(arg) <= len(found):
-            chosen = found[int(arg) - 1]
-        else:
-            matches = [f for f in found if f[0]["id"].startswith(arg)]
-            if len(matches) == 1:
-                chosen = matches[0]
-        if chosen is None:
-            self.say(f"no prompt '{terminal.visible_line(arg)}' (see /rewind)", RED)
-            return
-        entry, text = chosen
-        parent = entry.get("parentId")
-        if parent is None:
-            self.say("that prompt has nothing before it to continue from", RED)
-            return
-        self.branch = parent
-        self.prefill = text
-        self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
-        self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
-
-    def fork(self):
-        if not self._need_file():
-            return
-        from pantolib import entries, stream
-
-        leaf = self.branch or (self.session.leaf if self.session else None)
-        src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.path))])
-        statuses, data = src.run()
-        if statuses != [0] or not data:
-            self.say("cannot fork: the session could not be read", RED)
-            return
-        first, _, rest = data.partition(b"\n")
-        import orjson
-
-        old = orjson.loads(first)
-        header = entries.make_header()
-        header["parentSession"] = old.get("id")
-        sink = Pipeline([self._sink_new()], stdin_data=stream.dumps(header) + rest)
-        statuses, echoed = sink.run()
-        try:
-            session = read_session(echoed)
-        except PantoError:
-            session = None
-        if statuses != [0] or session is None or session.header is None:
-            self.say("cannot fork: the new session could not be written", RED)
-            return
-        self.path = paths.session_path(session.header)
-        self.session, self.branch = session, None
-        self.say(f"forked: now in session {header['id']} (from {old.get('id')})")
-
-    def _sink_new(self):
-        return Cmd(command_argv("panto-log", "append", sigint=False))
-
-    def compact(self, instructions=None, at=None, keep=None):
-        """Compact the session (panto-send --compact); True when it worked.
-        By itself panto keeps only the last prompt (keep=1): the context is full."""
-        extra = ["--compact"] + (["--keep", str(keep)] if keep else []) + ([instructions] if instructions else [])
-        t = self.step(self._source(at=at) + [self._send(extra=extra), self._sink()], "compacting ")
-        if t.cancelled:
-            self.say("[cancelled]", RED)
-            return False
-        if not t.ok:
-            self.say("[compaction failed]", RED)
-            return False
-        self.branch = None
-        self.fill = None
-        self._report(t)
-        return True
-
-    def allowed(self, arg):
-        if self.allow_file is None:
-            self.say("nothing is allowed (no allowance file in this run)")
-            return
-        if arg == "clear":
-            with open(self.allow_file, "w"):
-                pass
-            self.say("allowances cleared: every call asks again")
-            return
-        if arg:
-            self.say("usage: /allowed [clear]", RED)
-            return
-        try:
-            with open(self.allow_file, encoding="utf-8", errors="replace") as f:
-                lines = [x.strip() for x in f if x.strip()]
-        except OSError:
-            lines = []
-        if not lines:
-            self.say("nothing allowed yet: every bash, write and edit call asks")
-        for x in lines:
-            kind, _, what = x.partition(":")
-            self.say(f"  {terminal.visible_line(kind)} {terminal.visible_line(what)}".rstrip())
-
-    def edit_prompt(self, initial=""):
-        """Write a prompt in $VISUAL or $EDITOR (vi): its text, or None when left empty."""
-        import shlex
-        import tempfile
-
-        editor = self.env.get("VISUAL") or self.env.get("EDITOR") or "vi"
-        fd, name = tempfile.mkstemp(prefix="panto-prompt-", suffix=".md")   # 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(initial)
-            # Ctrl-C belongs to the editor while it runs, not to panto
-            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
-                status = subprocess.call(shlex.split(editor) + [name],
-                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-            except (OSError, ValueError, subprocess.SubprocessError) as e:
-                self.say(f"cannot start the editor '{terminal.visible_line(editor)}': {e}", RED)
-                return None
-            finally:
-                signal.signal(signal.SIGINT, old)
-            if status != 0:
-                self.say(f"the editor exited with status {status}: nothing sent", RED)
-                return None
-            with open(name, encoding="utf-8", errors="surrogateescape") as f:
-                text = f.read()
-        finally:
-            try:
-                os.unlink(name)
-            except OSError:
-                pass
-        text = text.rstrip("\n")
-        if not text.strip():
-            self.say("empty prompt: nothing sent", DIM)
-            return None
-        lines = text.split("\n")
-        self.say("> " + terminal.visible(lines[0]) + (f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""),
-                 BOLD)
-        return text
-
     # -- the loop ------------------------------------------------------------------------
     def read_line(self):
         if self.editor is not None:
@@ -973,17 +511,6 @@ def allow_file():
     path = os.path.join(d, "allowed")
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     return d, path
-
-
-def settings(provider=None, model=None, session=None, env=None):
-    """(provider, model, base URL shown) as panto-send will choose them: option,
-    then the session's active model, then the environment."""
-    from pantolib import providers, secrets
-
-    env = os.environ if env is None else env
-    active = session.active_model() if session is not None else None
-    name, options, _ = providers.configure({"provider": provider, "model": model}, active, env)
-    return name, options.model, secrets.shown_url(options.base_url)
 
 
 def banner(r, session=None):

@@ -44,6 +44,7 @@ def main(argv=None):
     args = cli.parse(__doc__, argv)
     from pantolib import repl
     from pantolib.errors import UsageError
+    from pantolib.providers import NAMES as PROVIDERS
 
     if args["help"]:
         sys.stdout.write(__doc__)
@@ -53,7 +54,7 @@ def main(argv=None):
     if args["ID"] is not None and not args["--resume"]:
         raise UsageError(f"'{args['ID']}': a session id goes after --resume")
     provider = args["--provider"]
-    if provider is not None and provider not in repl.PROVIDERS:
+    if provider is not None and provider not in PROVIDERS:
         raise UsageError(f"unknown provider '{provider}' (openai or anthropic)")
     try:
         max_steps = int(args["--max-steps"])
@@ -104,9 +105,9 @@ def resume_path(session_id):
 
 
 def sessions(every):
-    from pantolib import repl
+    from pantolib.pipeline import Pipeline, command_argv
 
-    statuses, data = repl.Pipeline([repl.command_argv("panto-ls", *(["--all"] if every else []))]).run()
+    statuses, data = Pipeline([command_argv("panto-ls", *(["--all"] if every else []))]).run()
     if data:
         cli.stdout().write(data)
     elif statuses == [0]:

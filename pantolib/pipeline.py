@@ -1,0 +1,191 @@
+"""Pipelines of plumbing commands, as the REPL runs them.
+
+Every child starts with SIGINT blocked (launch.py unblocks it once the
+command is inside its error boundary; panto-log append ignores it
+throughout), so a Ctrl-C at any moment of a turn reaches each command as a
+clean interruption and never kills one inside Python's start-up. A child
+whose stderr the REPL draws (panto-send's live reply, panto-tool's display)
+gets a pseudo-terminal of its own for it, so it behaves as on any terminal.
+"""
+import errno
+import io
+import os
+import signal
+import subprocess
+import sys
+
+from pantolib import terminal
+from pantolib.conversation import Session
+
+
+def command_argv(name, *args, sigint=True):
+    """How the REPL starts a plumbing command (see launch.py): the same Python
+    and the same panto, SIGINT held until the command can take it."""
+    return [sys.executable, "-P", "-m", "pantolib.launch", name if sigint else "-" + name, *args]
+
+
+def read_session(data):
+    """A Session from stream bytes (bare lines, which nothing here writes, are skipped)."""
+    return Session.read(io.BytesIO(data), skip_bare=True)
+
+
+class Cmd:
+    """One command of a pipeline: argv, and where its stderr goes (None: the
+    terminal; "pty": a pseudo-terminal the REPL reads)."""
+
+    def __init__(self, argv, stderr=None, role=None):
+        self.argv, self.stderr, self.role = argv, stderr, role
+
+
+class Pipeline:
+    """Run commands connected stdout to stdin.
+
+    Every child starts with SIGINT blocked (launch.py unblocks it once the
+    command can take it; panto-log append ignores it), so a Ctrl-C at any
+    moment reaches each child as a clean interruption, never a traceback
+    from inside Python's start-up; the REPL only counts it."""
+
+    def __init__(self, commands, capture=True, stdin_data=None):
+        self.commands = [c if isinstance(c, Cmd) else Cmd(c) for c in commands]
+        self.capture = capture
+        self.stdin_data = stdin_data
+        self.interrupts = 0
+        self.procs = []
+        self.ptys = {}          # master fd -> Cmd
+        self.on_interrupt = None
+
+    def _on_sigint(self, signum, frame):
+        # The terminal sent SIGINT to every process of the foreground group:
+        # the children stop by themselves (panto-log append finishes writing
+        # first). A second Ctrl-C hurries the ones that are still running.
+        self.interrupts += 1
+        if self.on_interrupt is not None:
+            self.on_interrupt()
+        if self.interrupts > 1:
+            for p in self.procs[:-1]:
+                if p.poll() is None:
+                    try:
+                        p.terminate()
+                    except OSError:
+                        pass
+
+    def _start(self):
+        prev = subprocess.PIPE if self.stdin_data is not None else subprocess.DEVNULL
+        for i, cmd in enumerate(self.commands):
+            last = i == len(self.commands) - 1
+            out = subprocess.PIPE if (not last or self.capture) else None
+            err, slave = None, None
+            if cmd.stderr == "pty":
+                master, slave = _open_pty()
+                self.ptys[master] = cmd
+                err = slave
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+            try:
+                p = subprocess.Popen(cmd.argv, stdin=prev, stdout=out, stderr=err)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+                if slave is not None:
+                    os.close(slave)
+            cmd.proc = p
+            if i == 0 and self.stdin_data is not None:
+                self.feed = p.stdin
+            elif prev not in (subprocess.DEVNULL, subprocess.PIPE):
+                prev.close()
+            prev = p.stdout
+            self.procs.append(p)
+
+    def run(self, on_output=None, on_tick=None):
+        """(exit statuses, bytes of the last command's stdout). on_output(cmd,
+        bytes) gets what a pty child writes to its stderr (b"" at its end)."""
+        import select
+
+        old = signal.signal(signal.SIGINT, self._on_sigint)
+        try:
+            self._start()
+            if self.stdin_data is not None:
+                try:
+                    self.feed.write(self.stdin_data)
+                    self.feed.close()
+                except BrokenPipeError:
+                    pass
+            chunks = []
+            out = self.procs[-1].stdout if self.capture else None
+            fds = list(self.ptys) + ([out.fileno()] if out is not None else [])
+            while fds:
+                ready = select.select(fds, [], [], 0.1)[0]
+                if not ready and on_tick is not None:
+                    on_tick(self)
+                for fd in ready:
+                    try:
+                        data = os.read(fd, 1 << 16)
+                    except OSError as e:
+                        if e.errno != errno.EIO:
+                            raise
+                        data = b""      # the pty's last writer has gone
+                    if fd in self.ptys:
+                        if on_output is not None:
+                            on_output(self.ptys[fd], data)
+                        elif data:
+                            write_fd(2, data)
+                    elif data:
+                        chunks.append(data)
+                    if not data:
+                        fds.remove(fd)
+                        if fd in self.ptys:
+                            os.close(fd)
+            if out is not None:
+                out.close()
+            statuses = []
+            for p in self.procs:
+                while True:
+                    try:
+                        statuses.append(p.wait(0.1))
+                        break
+                    except subprocess.TimeoutExpired:
+                        if on_tick is not None:
+                            on_tick(self)
+            return statuses, b"".join(chunks)
+        finally:
+            for p in self.procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            for fd in list(self.ptys):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self.ptys.clear()
+            signal.signal(signal.SIGINT, old)
+
+    def running(self, role):
+        return any(c.role == role and c.proc.poll() is None for c in self.commands)
+
+
+def _open_pty():
+    """A pseudo-terminal for a child's stderr: raw (no newline translation),
+    as wide as panto's own terminal."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import tty
+
+    master, slave = pty.openpty()
+    try:
+        tty.setraw(slave)
+        cols, rows = terminal.size(2)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    except (OSError, termios.error):
+        pass
+    os.set_inheritable(master, False)
+    return master, slave
+
+
+def write_fd(fd, data):
+    while data:
+        try:
+            n = os.write(fd, data)
+        except InterruptedError:
+            continue
+        data = data[n:]

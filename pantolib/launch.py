@@ -11,9 +11,14 @@ Once the command has returned, SIGINT is blocked again, so nothing can
 interrupt the final flush either. A command started with SIGINT ignored
 (`panto-log append`, named with a leading `-`) keeps ignoring it.
 
-    python -P -m pantolib.launch panto-send ARGS...
-    python -P -m pantolib.launch -panto-log append FILE
+    python -P .../pantolib/launch.py panto-send ARGS...
+    python -P .../pantolib/launch.py -panto-log append FILE
+
+It is run by its path, with -P (the working directory is never on sys.path),
+and imports the pantolib it belongs to: the same code as the REPL that
+started it, installed or in a checkout.
 """
+import os
 import signal
 import sys
 
@@ -58,4 +63,7 @@ def main():
 
 
 if __name__ == "__main__":
+    _root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if _root not in sys.path:
+        sys.path.insert(0, _root)
     main()

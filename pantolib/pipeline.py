@@ -17,11 +17,13 @@ import sys
 from pantolib import terminal
 from pantolib.conversation import Session
 
+LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
+
 
 def command_argv(name, *args, sigint=True):
     """How the REPL starts a plumbing command (see launch.py): the same Python
     and the same panto, SIGINT held until the command can take it."""
-    return [sys.executable, "-P", "-m", "pantolib.launch", name if sigint else "-" + name, *args]
+    return [sys.executable, "-P", LAUNCH, name if sigint else "-" + name, *args]
 
 
 def read_session(data):

@@ -14,6 +14,7 @@ terminal (thinking between its dim marks) and the REPL draws it: a spinner
 until the first byte, then the text as Markdown (markdown.py).
 """
 import codecs
+import io
 import os
 import re
 import sys
@@ -106,6 +107,7 @@ class Repl(Commands):
         self.history = history or History(None)
         self.editor = terminal.LineEditor(0, self.out.fileno(), self.history.lines) if self.interactive else None
         self.session = None         # the session as the last pipeline left it
+        self._echo = None           # (bytes, Session) of the last echo, to read the next one quickly
         self.branch = None          # /rewind: the entry the next prompt continues from
         self.last_prompt = None     # for /retry
         self.fill = None            # the last request's share of the context window
@@ -184,11 +186,7 @@ class Repl(Commands):
             spin.stop()
             live.end()
         seconds = time.monotonic() - start
-        session = None
-        try:
-            session = read_session(data)
-        except PantoError:
-            pass
+        session = self._read_back(data)
         if self.path is None and session is not None and session.header is not None:
             candidate = paths.session_path(session.header)
             if os.path.exists(candidate):
@@ -196,6 +194,33 @@ class Repl(Commands):
         if session is not None and session.header is not None and self.path is not None:
             self.session = session      # what the file holds (a first prompt that failed left none)
         return Turn(statuses, session, pipe.interrupts > 0, seconds, live.seen)
+
+    def _read_back(self, data):
+        """The Session of what panto-log append echoed, or None. The echo
+        usually begins with the whole of the previous one (replay printed
+        the file the last step left): then only the new lines are parsed."""
+        from pantolib import stream
+
+        prev, self._echo = self._echo, None
+        session = None
+        if prev is not None and len(data) >= len(prev[0]) and data.startswith(prev[0]):
+            session = prev[1]
+            try:
+                for line in stream.read(io.BytesIO(data[len(prev[0]):])):
+                    if line.kind == stream.ENTRY:
+                        session.add(line)
+                    elif line.kind == stream.HEADER:
+                        raise PantoError("a second header")
+            except PantoError:
+                session = None
+        if session is None:
+            try:
+                session = read_session(data)
+            except PantoError:
+                return None
+        if session.header is not None:
+            self._echo = (data, session)
+        return session
 
     def turn(self, prompt):
         """A prompt (None: send the conversation as it is, e.g. /retry), then

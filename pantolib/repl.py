@@ -408,6 +408,9 @@ class Repl(Commands):
         if self.editor is not None:
             initial, self.prefill = self.prefill, ""
             prompt = (BOLD + "> " + RESET) if self.color else "> "
+            # again at every prompt: a program run meanwhile (a question of
+            # panto-tool, the editor of /edit) may have turned it off
+            self.out.write(terminal.PASTE_ON)
             return self.editor.read(prompt, initial)
         line = sys.stdin.readline()
         if not line:
@@ -425,9 +428,6 @@ class Repl(Commands):
 
     def loop(self):
         interrupts = 0
-        if self.editor is not None:
-            self.out.write(terminal.PASTE_ON)
-            self.out.flush()
         try:
             while True:
                 try:

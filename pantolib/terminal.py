@@ -359,11 +359,13 @@ class LineEditor:
                     continue
                 elif k == "\x1a":
                     self._finish(prompt, buf)
+                    self._write(PASTE_OFF)
                     self._restore(old)
                     import signal
 
                     os.kill(0, signal.SIGTSTP)
                     old = self._raw()
+                    self._write(PASTE_ON)
                     self._draw(prompt, buf, pos, first=True)
                     continue
                 elif isinstance(k, str) and len(k) == 1 and (k >= " " or k == "\t"):

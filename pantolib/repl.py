@@ -341,15 +341,23 @@ class Repl(Commands):
                 cost = pricing.turn_cost(usage, prices.get(provider, model))
                 if cost is not None:
                     parts.append(pricing.format_usd(cost))
-                window = getattr(pricing, "context_window", None)
-                size = window(prices, provider, model) if window else None
-                if size:
-                    self.fill = tokens_in / size
-                    parts.append(f"{self.fill:.0%} of the context")
+                fill = self._fill(prices, provider, model, tokens_in)
+                if fill is not None:
+                    self.fill = fill
+                    parts.append(f"{fill:.0%} of the context")
         if msg.get("stopReason") == "aborted":
             parts.append("aborted")
         parts.append(f"{seconds:.1f}s")
         return "  " + " · ".join(parts)
+
+    @staticmethod
+    def _fill(prices, provider, model, tokens_in):
+        """The share of the model's context window (models.toml) that tokens_in take, or None."""
+        from pantolib import pricing
+
+        window = getattr(pricing, "context_window", None)
+        size = window(prices, provider, model) if window and prices is not None else None
+        return tokens_in / size if size else None
 
     def _prices(self):
         from pantolib import pricing
@@ -365,6 +373,15 @@ class Repl(Commands):
         t = self.step(self._source())
         if not t.ok or t.session is None:
             raise PantoError(f"cannot read the session '{self.path}'")
+        from pantolib import entries
+
+        for e in reversed(t.session.message_entries()):    # how full the context was last
+            m = e["message"]
+            usage = entries.usage_of(m) if m["role"] == "assistant" else None
+            if usage is not None:
+                tokens = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
+                self.fill = self._fill(self._prices(), m.get("provider"), m.get("model"), tokens)
+                break
         return t.session
 
     def show_last_exchange(self, session):

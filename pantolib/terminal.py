@@ -173,6 +173,8 @@ class LineEditor:
             data = os.read(self.fd_in, 65536)
         except InterruptedError:
             return True
+        except OSError:         # the terminal has gone (EIO after a hang-up)
+            data = b""
         if not data:
             raise Edit("eof")
         self.pending += self.decoder.decode(data)

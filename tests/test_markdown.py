@@ -1,0 +1,102 @@
+"""The Markdown renderer of replies: layout, styling, NO_COLOR, streaming in any pieces."""
+import io
+import random
+import re
+
+import pytest
+
+from pantolib.markdown import Renderer
+
+REPLY = ("# Title\nSome **bold**, *italic* and `code`.\n> quoted **text**\n>> nested\n- item one\n"
+         "  * item two\n+ three\n---\n```python\nx = 1  # *not* styled\n> not a quote\n```\n"
+         "1. first\nplain end")
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def render(text, tty=True, color=True, pieces=None, width=80):
+    out = io.StringIO()
+    r = Renderer(out, tty=tty, color=color, width=lambda: width)
+    for p in pieces or [text]:
+        r.text(p)
+    r.end()
+    return out.getvalue()
+
+
+def screen(raw):
+    """What a terminal shows at the end: each line's text after its last carriage return, colour codes dropped."""
+    raw = SGR.sub("", raw).replace("\x1b[J", "")
+    raw = re.sub(r"\x1b\[\d+A", "", raw)
+    return [line.split("\r")[-1] for line in raw.split("\n")]
+
+
+def test_layout_without_colour_has_no_escape_at_all():
+    out = render(REPLY, color=False)
+    assert "\x1b" not in out
+    lines = screen(out)
+    assert lines[:8] == ["# Title", "Some **bold**, *italic* and `code`.", "│ quoted **text**", "││ nested",
+                         "• item one", "  • item two", "• three", "─" * 40]
+    assert "x = 1  # *not* styled" in lines and "> not a quote" in lines   # code is left alone
+    assert "1. first" in lines and "plain end" in lines
+
+
+def test_colour_styles_each_line_and_keeps_the_same_characters():
+    out = render(REPLY)
+    assert screen(out) == screen(render(REPLY, color=False))
+    assert "\x1b[1mbold\x1b[0m" in out and "\x1b[3mitalic\x1b[0m" in out and "\x1b[36mcode\x1b[0m" in out
+    assert "\x1b[1m\x1b[35m# Title" in out
+    assert "\x1b[32mx = 1  # *not* styled" in out        # fenced code in colour, not emphasis
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_any_split_of_the_stream_draws_the_same(seed):
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(REPLY)), 25))
+    pieces = [REPLY[a:b] for a, b in zip([0] + cuts, cuts + [len(REPLY)])]
+    assert screen(render(REPLY, pieces=pieces)) == screen(render(REPLY))
+    assert screen(render(REPLY, color=False, pieces=pieces)) == screen(render(REPLY, color=False))
+
+
+def test_text_appears_before_its_line_ends():
+    out = io.StringIO()
+    r = Renderer(out, tty=True, color=True)
+    r.text("A sentence still being wri")
+    assert out.getvalue() == "A sentence still being wri"
+    r.text("- ")
+    r.end()
+
+
+def test_only_a_leading_marker_is_held_back():
+    out = io.StringIO()
+    r = Renderer(out, tty=True, color=False)
+    r.text("-")
+    assert out.getvalue() == ""          # a bullet, a rule or text: not known yet
+    r.text("- x")
+    assert out.getvalue() == "-- x"
+    r.end()
+
+
+def test_not_a_terminal_gets_the_text_as_written():
+    assert render(REPLY, tty=False, color=True) == REPLY + "\n"
+    assert render(REPLY + "\n", tty=False) == REPLY + "\n"
+
+
+def test_escape_sequences_in_the_text_are_made_visible():
+    out = render("a \x1b]52;c;aGk=\x07 b\n> \x1b[2J", color=False)
+    assert "\x1b" not in out and "^[]52;c;aGk=^G" in out and "│ ^[[2J" in out
+    out = render("x\x1b[31my", tty=True, color=True)
+    assert "\x1b[31m" not in out
+
+
+def test_thinking_is_dimmed_and_apart():
+    out = io.StringIO()
+    r = Renderer(out, tty=True, color=True)
+    r.thinking("let me see")
+    r.text("# Answer")
+    r.end()
+    assert out.getvalue().startswith("\x1b[2mlet me see\x1b[0m\n")
+    plain = io.StringIO()
+    r = Renderer(plain, tty=True, color=False)
+    r.thinking("let me see")
+    r.text("answer")
+    r.end()
+    assert plain.getvalue() == "let me see\nanswer\n"

@@ -449,15 +449,16 @@ class Repl(Commands):
             while True:
                 try:
                     line = self.read_line()
-                except terminal.Edit as e:
-                    if e.how == "eof":
+                except (terminal.Edit, KeyboardInterrupt) as e:
+                    # Ctrl-C at the prompt, or just before it (then a signal)
+                    how, text = (e.how, e.text) if isinstance(e, terminal.Edit) else ("interrupt", "")
+                    if how == "eof":
                         return
-                    interrupts = interrupts + 1 if not e.text else 0
+                    if isinstance(e, KeyboardInterrupt):
+                        self.out.write("\n")
+                    interrupts = interrupts + 1 if not text else 0
                     if interrupts >= 2:
                         self.say("(to quit, press Ctrl-D or type /quit)", DIM)
-                    continue
-                except KeyboardInterrupt:
-                    self.out.write("\n")
                     continue
                 interrupts = 0
                 text = line.strip()

@@ -250,6 +250,7 @@ def test_second_ctrl_c_at_an_empty_prompt_says_how_to_quit(env):
     t = Term([], env)
     t.expect("> ")
     t.send(b"\x03")
+    t.expect("\x1b[?2004h")      # the next prompt is being drawn
     t.expect("> ")
     t.send(b"\x03")
     t.expect("Ctrl-D")

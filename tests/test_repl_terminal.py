@@ -126,6 +126,7 @@ def test_spinner_reply_and_usage_line(isolated, srv, env):
     line = t.expect("> ")
     assert "12,000 in (75% cached)" in line and "300 out" in line, line
     assert re.search(r"\$0\.\d{4}", line) and re.search(r"\d+\.\ds", line), line
+    assert "9% of the context" in line, line      # 12,000 of the 128,000 of models.toml
     assert t.quit() == 0
 
 

@@ -155,15 +155,25 @@ class Repl(Commands):
         spin = terminal.Spinner(self.err, label)
         live = LiveReply(self)
         has_tool = any(c.role == "tool" for c in pipe.commands)
-        state = {"tool_line_open": False}
+        # panto-tool asks its questions on the terminal itself: the spinner is
+        # drawn while a tool runs only when nothing may be half-drawn there (its
+        # last output ended a line, a while ago) and no question is open (the
+        # terminal is in line mode, as panto leaves it; a question takes it raw)
+        state = {"line_open": False, "shown": False, "asked": False, "quiet": time.monotonic()}
         start = time.monotonic()
 
         def tick(p):
             if p.interrupts or live.seen:
                 return
             if p.running("tool"):
-                if self.yes and not state["tool_line_open"]:
-                    spin.label = "running "
+                now = time.monotonic()
+                if not self._line_mode():      # a question is open: never draw over it
+                    state["asked"] = True
+                    spin.forget()
+                elif (not state["line_open"] and now - state["quiet"] > 0.3
+                        and (self.yes or state["shown"] or state["asked"] or now - start > 1.0)):
+                    if spin.label != "running ":
+                        spin.restart("running ")
                     spin.tick()
             elif p.running("send"):
                 if has_tool and spin.label != label:
@@ -177,7 +187,7 @@ class Repl(Commands):
             elif data:
                 self.out.flush()
                 write_fd(self.err.fileno(), data)
-                state["tool_line_open"] = not data.endswith(b"\n")
+                state.update(line_open=not data.endswith(b"\n"), shown=True, quiet=time.monotonic())
 
         pipe.on_interrupt = spin.stop
         try:
@@ -221,6 +231,16 @@ class Repl(Commands):
         if session.header is not None:
             self._echo = (data, session)
         return session
+
+    @staticmethod
+    def _line_mode():
+        """Whether the terminal is in line (canonical) mode, as panto leaves it during a turn."""
+        import termios
+
+        try:
+            return bool(termios.tcgetattr(0)[3] & termios.ICANON)
+        except (termios.error, OSError):
+            return False
 
     def turn(self, prompt):
         """A prompt (None: send the conversation as it is, e.g. /retry), then

@@ -464,6 +464,10 @@ class Spinner:
         self._put("\r" + text + pad + ("\b" * len(pad)))
         self.shown = text_width(text)
 
+    def forget(self):
+        """Something else took the line: leave what was drawn, never erase it."""
+        self.shown = 0
+
     def stop(self):
         if self.shown:
             self._put("\r" + " " * self.shown + "\r")

@@ -527,3 +527,18 @@ def test_over_85_percent_of_the_context_compacts_before_the_next_request(isolate
     assert len(srv.requests) == 4
     [path] = session_files(isolated)
     assert len(compactions(read_entries(path))) == 1
+
+
+def test_a_confirmed_tool_run_shows_a_spinner_after_the_question(isolated, srv, env):
+    srv.push(openai_tools([("call_1", "bash", '{"command": "sleep 2; echo finished"}')]),
+             openai_text("Done after asking."))
+    t = Term([], env)
+    t.expect("> ")
+    t.line("run it")
+    before = t.expect("allow bash?")
+    assert "running " not in before
+    t.send("y")
+    t.expect("running ")
+    t.expect("Done after asking.")
+    t.expect("> ")
+    assert t.quit() == 0

@@ -6,6 +6,7 @@ import os
 import random
 import re
 import stat
+import subprocess
 import time
 
 import pytest
@@ -542,3 +543,18 @@ def test_a_confirmed_tool_run_shows_a_spinner_after_the_question(isolated, srv, 
     t.expect("Done after asking.")
     t.expect("> ")
     assert t.quit() == 0
+
+
+@needs_at
+def test_resume_an_id_from_another_directory(isolated, srv, env, tmp_path):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    srv.push(openai_text("made elsewhere"))
+    p = subprocess.run(["bash", "-c", 'panto-send --quiet "a question there" </dev/null | panto-log append'],
+                       capture_output=True, env=env, cwd=other)
+    assert p.returncode == 0, p.stderr
+    sid = json.loads(p.stdout.split(b"\n")[0])["id"]
+    p = run(["panto", "--resume", sid[:18]], env=env)
+    assert p.returncode == 0, p.stderr
+    assert f"resumed session {sid}".encode() in p.stdout
+    assert f"started in {other}".encode() in p.stdout and b"made elsewhere" in p.stdout

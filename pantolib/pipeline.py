@@ -54,15 +54,12 @@ class Pipeline:
         self.interrupts = 0
         self.procs = []
         self.ptys = {}          # master fd -> Cmd
-        self.on_interrupt = None
 
     def _on_sigint(self, signum, frame):
         # The terminal sent SIGINT to every process of the foreground group:
         # the children stop by themselves (panto-log append finishes writing
         # first). A second Ctrl-C hurries the ones that are still running.
         self.interrupts += 1
-        if self.on_interrupt is not None:
-            self.on_interrupt()
         if self.interrupts > 1:
             for p in self.procs[:-1]:
                 if p.poll() is None:

@@ -113,7 +113,6 @@ class Repl(Commands):
         self.fill = None            # the last request's share of the context window
         self.prefill = ""           # text put back at the prompt (/rewind)
         self.allow_file = None
-        self.prices = None
 
     # -- output ------------------------------------------------------------------------
     def say(self, text="", style=""):
@@ -164,6 +163,7 @@ class Repl(Commands):
 
         def tick(p):
             if p.interrupts or live.seen:
+                spin.stop()     # here, not in the signal handler: no output from a handler
                 return
             if p.running("tool"):
                 now = time.monotonic()
@@ -189,7 +189,6 @@ class Repl(Commands):
                 write_fd(self.err.fileno(), data)
                 state.update(line_open=not data.endswith(b"\n"), shown=True, quiet=time.monotonic())
 
-        pipe.on_interrupt = spin.stop
         try:
             statuses, data = pipe.run(output, tick)
         finally:

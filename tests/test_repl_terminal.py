@@ -230,6 +230,7 @@ def test_ctrl_c_at_any_moment_of_a_turn_never_prints_a_traceback(isolated, srv, 
     assert t.quit() == 0
     assert "Traceback" not in t.screen, t.screen
     assert "refusing" not in t.screen, t.screen
+    assert t.screen.count("[cancelled]") == rounds     # each one reached the turn, however early
     for path in session_files(isolated):
         p = run(["panto-log", "replay", path])
         assert p.returncode == 0 and not p.stderr, p.stderr

@@ -485,6 +485,9 @@ class Repl(Commands):
                     continue
                 if self.editor is not None:
                     self.history.add(line)
+                    if self.editor.interrupted_ahead():     # Enter, then at once Ctrl-C
+                        self.say("[cancelled]", RED)
+                        continue
                 try:
                     if text.startswith("/") and not text.startswith("//"):
                         if not self.command(text):

@@ -285,6 +285,16 @@ class LineEditor:
         self._write("\r\n")
         self.cursor_row = 0
 
+    def interrupted_ahead(self):
+        """Whether a Ctrl-C was read already, after the Enter that ended the
+        last prompt (keys that came in one read with it): it is taken out of
+        what waits for the next prompt, and the caller cancels the turn."""
+        i = self.pending.find("\x03")
+        if i < 0:
+            return False
+        self.pending = self.pending[i + 1:]
+        return True
+
     # -- editing -------------------------------------------------------------
     def read(self, prompt, initial=""):
         import termios

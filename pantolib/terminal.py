@@ -321,8 +321,11 @@ class LineEditor:
                         buf, pos = buf[:-1] + "\n", len(buf)
                     else:
                         self._finish(prompt, buf)
-                        while self._more(0):    # keys already typed after it (a Ctrl-C, say)
-                            pass
+                        try:
+                            while self._more(0):    # keys already typed after it (a Ctrl-C, say)
+                                pass
+                        except Edit:
+                            pass                    # the end of input comes with the next prompt
                         return buf
                 elif k == "\x03":
                     self._finish(prompt, buf + "^C" if buf else buf)

@@ -29,7 +29,7 @@ def srv():
 def env(srv, tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    return dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY,
+    return dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY, OPENAI_MODEL="gpt-4o",
                 ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=KEY, TERM="xterm-256color", TMPDIR=str(tmp))
 
 

@@ -236,9 +236,20 @@ def test_ctrl_c_at_any_moment_of_a_turn_never_prints_a_traceback(isolated, srv, 
         assert p.returncode == 0 and not p.stderr, p.stderr
 
 
-def test_ctrl_c_keeps_the_partial_reply_on_screen(isolated, srv, env):
-    srv.push(openai_text("partial " * 200, pieces=["partial "] * 200, delay=0.05))
+def keeps_aborted_replies():
+    man = os.path.join(os.path.dirname(__file__), "..", "man", "panto-send.1")
+    with open(man, encoding="utf-8") as f:
+        return "aborted" in f.read()
+
+
+@pytest.mark.skipif(not keeps_aborted_replies(), reason="panto-send does not keep aborted replies yet")
+def test_ctrl_c_keeps_the_partial_reply_on_screen_and_in_the_session(isolated, srv, env):
+    srv.push(openai_text("first", usage=usage(10, 2)),
+             openai_text("partial " * 200, pieces=["partial "] * 200, delay=0.05))
     t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("short one")
+    t.expect("first")
     t.expect("> ")
     t.line("long one")
     t.expect("partial partial partial")
@@ -247,6 +258,10 @@ def test_ctrl_c_keeps_the_partial_reply_on_screen(isolated, srv, env):
     t.expect("> ")
     assert t.quit() == 0
     assert "Traceback" not in t.screen
+    [path] = session_files(isolated)
+    last = read_entries(path)[-1]["message"]
+    assert last["role"] == "assistant" and last["stopReason"] == "aborted"
+    assert last["content"][0]["text"].startswith("partial partial partial")
 
 
 def test_second_ctrl_c_at_an_empty_prompt_says_how_to_quit(env):

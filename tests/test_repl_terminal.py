@@ -574,3 +574,28 @@ def test_resume_an_id_from_another_directory(isolated, srv, env, tmp_path):
     assert p.returncode == 0, p.stderr
     assert f"resumed session {sid}".encode() in p.stdout
     assert f"started in {other}".encode() in p.stdout and b"made elsewhere" in p.stdout
+
+
+def test_ctrl_c_while_a_tool_runs_stops_it_and_keeps_the_session(isolated, srv, env):
+    srv.push(openai_tools([("call_1", "bash", '{"command": "echo started; sleep 30; touch late"}')]),
+             openai_text("after the interruption"))
+    t = Term(["--yes"], env)
+    t.expect("> ")
+    t.line("run something long")
+    t.expect("running ")
+    started = time.monotonic()
+    t.send(b"\x03")
+    t.expect("[cancelled]")
+    t.expect("> ")
+    assert time.monotonic() - started < 10
+    t.line("go on")
+    t.expect("after the interruption")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert "Traceback" not in t.screen and not (isolated / "late").exists()
+    [path] = session_files(isolated)
+    entries = read_entries(path)
+    results = [b for e in entries if e["type"] == "message" for b in e["message"]["content"]
+               if b["type"] == "toolResult"]
+    assert [r["toolUseId"] for r in results] == ["call_1"]
+    assert run(["panto-log", "replay", path]).returncode == 0

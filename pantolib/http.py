@@ -172,7 +172,7 @@ class Request:
             if asked is not None and asked > RETRY_AFTER_CAP:
                 hint = f"the server asks to retry after {asked:.0f} s"
             elif self.retries:
-                hint = f"gave up after {self.retries} retries"
+                hint = f"gave up after {self.retries} {'retry' if self.retries == 1 else 'retries'}"
         if hint:
             msg += f" ({hint})"
         return StatusError(self._hide(f"{self.provider}: {msg}"), status, detail)

@@ -101,12 +101,12 @@ class Pipeline:
         old = signal.signal(signal.SIGINT, self._on_sigint)
         try:
             self._start()
-            if self.stdin_data is not None:
-                try:
-                    self.feed.write(self.stdin_data)
-                    self.feed.close()
-                except BrokenPipeError:
-                    pass
+            feeder = None
+            if self.stdin_data is not None:   # in a thread: the echo must be read meanwhile
+                import threading
+
+                feeder = threading.Thread(target=_feed, args=(self.feed, self.stdin_data), daemon=True)
+                feeder.start()
             chunks = []
             out = self.procs[-1].stdout if self.capture else None
             fds = list(self.ptys) + ([out.fileno()] if out is not None else [])
@@ -134,6 +134,8 @@ class Pipeline:
                             os.close(fd)
             if out is not None:
                 out.close()
+            if feeder is not None:
+                feeder.join()
             statuses = []
             for p in self.procs:
                 while True:
@@ -159,6 +161,14 @@ class Pipeline:
 
     def running(self, role):
         return any(c.role == role and c.proc.poll() is None for c in self.commands)
+
+
+def _feed(f, data):
+    try:
+        f.write(data)
+        f.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
 
 
 def _open_pty():

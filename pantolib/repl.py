@@ -102,10 +102,12 @@ class Repl(Commands):
         self.err = err or sys.stderr
         self.tty = _isatty(self.out)
         self.color = terminal.styled(self.out, self.env)
-        self.interactive = _isatty(sys.stdin) and self.tty
+        # the prompt is edited on the terminal: stdout, or stderr when stdout is piped (panto | tee log)
+        shown_on = self.out if self.tty else self.err if _isatty(self.err) else None
+        self.interactive = _isatty(sys.stdin) and shown_on is not None
         self.echo = not _isatty(sys.stdin)   # a transcript reads better with the prompts in it
         self.history = history or History(None)
-        self.editor = terminal.LineEditor(0, self.out.fileno(), self.history.lines) if self.interactive else None
+        self.editor = terminal.LineEditor(0, shown_on.fileno(), self.history.lines) if self.interactive else None
         self.session = None         # the session as the last pipeline left it
         self._echo = None           # (bytes, Session) of the last echo, to read the next one quickly
         self.branch = None          # /rewind: the entry the next prompt continues from
@@ -446,8 +448,12 @@ class Repl(Commands):
             prompt = (BOLD + "> " + RESET) if self.color else "> "
             # again at every prompt: a program run meanwhile (a question of
             # panto-tool, the editor of /edit) may have turned it off
-            self.out.write(terminal.PASTE_ON)
-            return self.editor.read(prompt, initial)
+            self.out.flush()
+            self.editor.write(terminal.PASTE_ON)
+            text = self.editor.read(prompt, initial)
+            if not self.tty:    # the prompt went to the terminal: the transcript gets it too
+                self.out.write("> " + text + "\n")
+            return text
         line = sys.stdin.readline()
         if not line:
             raise terminal.Edit("eof")
@@ -502,7 +508,7 @@ class Repl(Commands):
                     self.out.write("\n")
         finally:
             if self.editor is not None:
-                self.out.write(terminal.PASTE_OFF)
+                self.editor.write(terminal.PASTE_OFF)
                 self.out.flush()
 
 

@@ -138,6 +138,10 @@ class LineEditor:
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     # -- the terminal --------------------------------------------------------
+    def write(self, s):
+        """Write to the terminal the prompt is drawn on."""
+        self._write(s)
+
     def _write(self, s):
         data = s.encode("utf-8", "replace")
         while data:

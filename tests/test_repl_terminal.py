@@ -599,3 +599,38 @@ def test_ctrl_c_while_a_tool_runs_stops_it_and_keeps_the_session(isolated, srv, 
                if b["type"] == "toolResult"]
     assert [r["toolUseId"] for r in results] == ["call_1"]
     assert run(["panto-log", "replay", path]).returncode == 0
+
+
+
+class PipedTerm(Term):
+    """panto with its stdout sent to a file (panto > FILE) and stdin, stderr on the pty."""
+
+    def __init__(self, args, env, log):
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
+        with open(log, "wb") as out:
+            self.p = subprocess.Popen(["panto", *args], stdin=slave, stdout=out, stderr=slave, env=env,
+                                      start_new_session=True,
+                                      preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        os.close(slave)
+        self.fd, self.buf, self.pos = master, b"", 0
+
+
+def test_piped_output_with_a_terminal_for_the_prompt(isolated, srv, env, tmp_path):
+    srv.push(openai_text("# Kept *as written*\n> a quote"))
+    log = tmp_path / "transcript"
+    t = PipedTerm(["--no-tools"], env, log)
+    t.expect("\x1b[?2004h")            # the prompt is edited on the terminal (stderr)
+    t.expect("> ")
+    t.send(PASTE_START + "one\rtwo" + PASTE_END + "\r")
+    t.expect("\x1b[?2004h")            # the next prompt, after the turn
+    t.expect("> ")
+    assert t.quit() == 0
+    assert len(srv.requests) == 1 and srv.requests[0].body["messages"][-1]["content"] == "one\ntwo"
+    text = log.read_bytes()
+    assert b"> one\ntwo\n" in text and b"# Kept *as written*\n> a quote\n" in text and b"\x1b" not in text

@@ -634,3 +634,32 @@ def test_piped_output_with_a_terminal_for_the_prompt(isolated, srv, env, tmp_pat
     assert len(srv.requests) == 1 and srv.requests[0].body["messages"][-1]["content"] == "one\ntwo"
     text = log.read_bytes()
     assert b"> one\ntwo\n" in text and b"# Kept *as written*\n> a quote\n" in text and b"\x1b" not in text
+
+
+@needs_compact
+def test_a_context_full_stop_compacts_and_asks_again(isolated, srv, env):
+    from sse_server import anthropic_text
+
+    srv.push(anthropic_text("one"), anthropic_text("two"),
+             anthropic_text("I ran out of ro", stop="model_context_window_exceeded"),
+             anthropic_text("Summary."), anthropic_text("now it fits"))
+    t = Term(["--no-tools", "-p", "anthropic", "-m", "claude-test"], env)
+    t.expect("> ")
+    for p, a in (("p1", "one"), ("p2", "two")):
+        t.line(p)
+        t.expect(a)
+        t.expect("> ")
+    t.line("p3")
+    t.expect("compacting")
+    t.expect("now it fits")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert len(srv.requests) == 5
+    [path] = session_files(isolated)
+    entries = read_entries(path)
+    [c] = compactions(entries)
+    assert c["parentId"] == next(e["id"] for e in entries if e["type"] == "message"
+                                 and e["message"]["content"][-1].get("text") == "p3")
+    full = [e for e in entries if e["type"] == "message" and e["message"].get("stopReason") == "contextFull"]
+    assert len(full) == 1 and entries[-1]["parentId"] == c["id"]      # the new reply follows the compaction
+    assert user_texts(entries).count("p3") == 1

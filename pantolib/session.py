@@ -4,7 +4,12 @@ A session file is the accumulated stream: a header line, then entries, each
 line written once with one `write` and made durable with `fdatasync` before
 anyone downstream sees it. Nothing here ever rewrites a file; the only
 change besides appending is cutting a torn tail left by a crash.
+
+What a crash can leave is a torn *tail*: panto never writes after a torn
+line (it recovers first), so a bad line with valid lines after it is not a
+crash artifact. It is reported (FILE:LINE) and the file left alone.
 """
+import errno
 import fcntl
 import os
 
@@ -12,77 +17,146 @@ import orjson
 
 from pantolib import entries, paths, stream
 from pantolib.errors import PantoError, SessionError
+from pantolib.paths import make_dirs  # noqa: F401  (kept importable from here)
+
+# How a creation that cannot use a hard link fails, by filesystem (vfat,
+# some FUSE and network filesystems): then creation falls back to a rename
+# that refuses to replace, or an exclusive open of the final name.
+_NO_LINK = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS,
+            errno.EACCES}
+TMP_PREFIX, TMP_SUFFIX = ".panto-", ".tmp"
+TMP_MAX_AGE = 3600
 
 
 class Scan:
     """What reading a session file found."""
 
-    __slots__ = ("header", "ids", "leaf", "end", "size", "cut_line")
+    __slots__ = ("header", "header_raw", "ids", "leaf", "end", "size", "cut_line", "bad", "after")
 
     def __init__(self):
         self.header = None
-        self.ids = set()
+        self.header_raw = None
+        self.ids = {}         # entry id -> hash of its line's bytes
         self.leaf = None
-        self.end = 0          # bytes of valid data from the top
-        self.size = 0         # the file's size when read
-        self.cut_line = None  # first torn line, when there is one
+        self.end = 0          # where the valid data ends (the start of a torn tail)
+        self.size = 0         # bytes read
+        self.cut_line = None  # first line of the torn tail, when there is one
+        self.bad = []         # (line number, start, stop, what is wrong): bad lines not at the end
+        self.after = 0        # valid lines after the first bad line
 
 
-def _torn_or_schema(raw, name, lineno):
-    """Parse a line: (obj, kind), or None if it is torn (not a whole JSON object)."""
-    if raw[-1:] != b"\n":
-        return None
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if type(obj) is not dict:
-        return None
-    try:
-        kind = stream.classify(obj)
-    except ValueError as e:
-        raise SessionError(str(e), name, lineno) from None
-    return obj, kind
+def _intact(n):
+    return f"the {n} line after it is intact" if n == 1 else f"the {n} lines after it are intact"
 
 
-def scan(path, start=0, result=None, lineno=0):
-    """Read a session file (from byte `start` when continuing a scan).
+def bad_line_error(path, r):
+    lineno, _, _, why = r.bad[0]
+    more = f"; {len(r.bad) - 1} more bad lines" if len(r.bad) > 1 else ""
+    return SessionError(f"{why} ({_intact(r.after)}{more}); panto-log replay --skip-bad prints "
+                        f"the session without it", path, lineno)
 
-    Stops at the first torn line (not a complete JSON object, a last line
-    without its line feed, or a header out of place) and records where.
-    A complete object that breaks the schema raises SessionError(FILE:LINE).
+
+def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
+    """Read a session file (from byte `start`, continuing a scan's result).
+
+    Valid lines are taken in; a run of torn lines (SPEC §4: no line feed, not
+    a complete JSON object, a header out of place) with nothing valid after
+    it is the torn tail (`end`, `cut_line`). Torn-looking lines followed by a
+    valid line are bad lines: SessionError naming the first, unless skip_bad
+    (then they are listed in `bad`). So is a complete object that breaks the
+    schema, wherever it is. `f` reads through an open binary file instead.
     """
     r = result or Scan()
-    with open(path, "rb") as f:
-        r.size = os.fstat(f.fileno()).st_size
+    own = f is None
+    if own:
+        f = open(path, "rb")
+    try:
         f.seek(start)
-        offset = start
+        offset = r.end = start
+        loads, classify, decode_error = orjson.loads, stream.classify, orjson.JSONDecodeError
+        ENTRY, HEADER = stream.ENTRY, stream.HEADER
+        ids, pending, bad = r.ids, [], r.bad
         for raw in f:
             lineno += 1
-            if not raw.strip() and raw[-1:] == b"\n":
-                offset += len(raw)
-                r.end = offset
+            n = len(raw)
+            why = None
+            if raw[-1:] != b"\n":
+                why = "the last line has no line feed"
+            elif n == 1 or not raw.strip():
+                offset += n
+                if not pending:
+                    r.end = offset
                 continue
-            parsed = _torn_or_schema(raw, path, lineno)
-            if parsed is None or (parsed[1] == stream.HEADER) != (r.header is None):
-                if r.header is None:
-                    raise SessionError("not a panto session (the first line is not a session header)",
-                                       path, lineno)
-                r.cut_line = lineno
-                break
-            obj, kind = parsed
-            if kind == stream.HEADER:
-                r.header = obj
-                migrate(obj, path)
-            elif kind == stream.BARE:
-                raise SessionError("an entry without an 'id' in a session file", path, lineno)
             else:
-                r.ids.add(obj["id"])
-                r.leaf = obj["id"]
-            offset += len(raw)
+                try:
+                    obj = loads(raw)
+                except decode_error:
+                    obj, why = None, "not valid JSON"
+                if why is None and type(obj) is not dict:
+                    why = "not a JSON object"
+            if why is None:
+                try:
+                    kind = classify(obj)
+                except ValueError as e:
+                    if r.header is None:
+                        raise SessionError(f"not a panto session (the first line is not a valid "
+                                           f"session header: {e})", path, lineno) from None
+                    if not skip_bad:
+                        raise SessionError(str(e), path, lineno) from None
+                    bad.extend(pending)
+                    pending = []
+                    bad.append((lineno, offset, offset + n, str(e)))
+                    offset += n
+                    r.end = offset
+                    continue
+                if kind is ENTRY:
+                    pass
+                elif r.header is None:
+                    if kind is not HEADER:
+                        raise SessionError("not a panto session (the first line is not a session header)",
+                                           path, lineno)
+                    r.header, r.header_raw = obj, raw
+                    migrate(obj, path)
+                    offset += n
+                    r.end = offset
+                    continue
+                elif kind is HEADER:
+                    why = "a session header after the first line"
+                else:
+                    if not skip_bad:
+                        raise SessionError("an entry without an 'id' in a session file", path, lineno)
+                    bad.extend(pending)
+                    pending = []
+                    bad.append((lineno, offset, offset + n, "an entry without an 'id'"))
+                    offset += n
+                    r.end = offset
+                    continue
+            if why is not None:
+                if r.header is None:
+                    raise SessionError(f"not a panto session (the first line is not a session header: "
+                                       f"{why})", path, lineno)
+                pending.append((lineno, offset, offset + n, why))
+                offset += n
+                continue
+            if pending:           # valid after torn-looking lines: they are bad lines
+                bad.extend(pending)
+                pending = []
+            if bad:
+                r.after += 1
+            eid = obj["id"]
+            ids[eid] = hash(raw)
+            r.leaf = eid
+            offset += n
             r.end = offset
+        r.size = offset
+    finally:
+        if own:
+            f.close()
     if r.header is None:
         raise SessionError("not a panto session (empty file)", path)
+    r.cut_line = pending[0][0] if pending else None
+    if bad and not skip_bad:
+        raise bad_line_error(path, r)
     return r
 
 
@@ -92,23 +166,26 @@ def migrate(header, path):
     return False
 
 
-def repair(path, r, fd=None):
-    """Cut the torn tail found by scan (never the header: scan refuses that)."""
+def repair(path, r, fd):
+    """Cut the torn tail found by scan (never the header: scan refuses that).
+    The caller holds the flock on fd. Returns the bytes cut."""
     if r.end >= r.size:
         return 0
     cut = r.size - r.end
-    if fd is None:
-        fd2 = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            os.ftruncate(fd2, r.end)
-            os.fsync(fd2)
-        finally:
-            os.close(fd2)
-    else:
-        os.ftruncate(fd, r.end)
-        os.fsync(fd)
+    os.ftruncate(fd, r.end)
+    os.fsync(fd)
     r.size = r.end
     return cut
+
+
+def recover(path, fd, result=None, start=0, lineno=0, fix=True):
+    """The one recover step: with fd's exclusive flock held by the caller,
+    scan the file (from `start`, continuing `result`) and cut a torn tail."""
+    with open(fd, "rb", closefd=False) as f:
+        r = scan(path, start, result, lineno, f=f)
+    if fix:
+        repair(path, r, fd)
+    return r
 
 
 def check_path(path):
@@ -125,24 +202,6 @@ def check_path(path):
         raise PantoError(f"'{path}' is not a regular file, so not a session file")
 
 
-def make_dirs(directory):
-    """Create the directory and any missing parents, each mode 0700."""
-    missing = []
-    d = os.path.abspath(directory)
-    while not os.path.isdir(d):
-        missing.append(d)
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            if not os.path.isdir(d):
-                raise
-
-
 def fsync_dir(directory):
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -152,32 +211,137 @@ def fsync_dir(directory):
 
 
 def is_assistant(obj):
-    m = obj.get("message")
-    return obj.get("type") == "message" and isinstance(m, dict) and m.get("role") == "assistant"
+    return stream.is_assistant(obj)
+
+
+def write_all(fd, data):
+    """os.write until every byte is written (a short write is finished)."""
+    view = memoryview(data)
+    n = os.write(fd, view)
+    while n < len(view):
+        n += os.write(fd, view[n:])
+
+
+def _failed(path, e, what):
+    reason = e.strerror or str(e)
+    return PantoError(f"'{path}': {what}: {reason}")
+
+
+def remove_stale(directory, now=None):
+    """Remove panto's own temporary files an interrupted creation left here,
+    once older than an hour; a live creator holds a lock on its file."""
+    import time
+
+    now = time.time() if now is None else now
+    try:
+        it = os.scandir(directory)
+    except OSError:
+        return
+    with it:
+        for d in it:
+            name = d.name
+            if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+                continue
+            try:
+                if not d.is_file(follow_symlinks=False) or now - d.stat(follow_symlinks=False).st_mtime < TMP_MAX_AGE:
+                    continue
+                fd = os.open(d.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.unlink(d.path)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+
+
+def _rename_noreplace(src, dst):
+    """renameat2(RENAME_NOREPLACE): True if done, False when the system lacks it.
+    FileExistsError when dst exists."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_NOREPLACE = -100, 1
+    if fn(AT_FDCWD, os.fsencode(src), AT_FDCWD, os.fsencode(dst), RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.EEXIST:
+        raise FileExistsError(err, os.strerror(err), dst)
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), dst)
+
+
+def _place(tmp, path, data):
+    """Put the finished temporary file at path without ever replacing a file
+    that appeared meanwhile. True if placed, False if path exists now."""
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as e:
+        if e.errno not in _NO_LINK:
+            raise
+    # No hard links on this filesystem.
+    try:
+        if _rename_noreplace(tmp, path):
+            return True
+    except FileExistsError:
+        return False
+    # Last resort: an exclusive creation of the final name, written in place.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+    return True
 
 
 class Writer:
     """Persists a stream into one session file.
 
     `feed(line)` returns the bytes to echo downstream: a line is returned
-    only once it is durable, except while the file does not exist yet
-    (deferred creation), when lines wait for the first assistant entry.
-    `finish()` returns what is still waiting when the stream ends (those
-    lines are echoed but, by design, not written: there was no reply).
+    only once it is durable in the file at the session's path, except while
+    the file does not exist yet (deferred creation), when lines wait for the
+    first assistant entry. `finish()` returns what is still waiting when the
+    stream ends (those lines are echoed but, by design, not written: there
+    was no reply). `notes` collects one-line remarks for stderr.
     """
 
-    def __init__(self, path=None, env=None):
+    def __init__(self, path=None, env=None, warn=None):
         self.path = path
         self.env = env
+        self.warn = warn or (lambda message: None)
         self.fd = None
+        self.ident = None         # (st_dev, st_ino) of the open file
         self.size = 0
         self.header = None        # the file's (or the stream's, while deferred) header
-        self.ids = set()
+        self.header_raw = None
+        self.ids = {}             # entry id -> hash of its line
         self.leaf = None
-        self.pending = []         # (bytes, entry id or None) waiting for creation
+        self.pending = []         # (bytes, entry id or None, write it) waiting for creation
         self.started = False      # seen the first line
 
     # -- opening --------------------------------------------------------------
+
+    def _adopt(self, fd, r):
+        st = os.fstat(fd)
+        self.fd, self.ident, self.size = fd, (st.st_dev, st.st_ino), r.end
+        self.header, self.header_raw, self.ids, self.leaf = r.header, r.header_raw, r.ids, r.leaf
 
     def _open_existing(self):
         check_path(self.path)
@@ -185,15 +349,13 @@ class Writer:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                r = scan(self.path)
-                repair(self.path, r, fd)
+                r = recover(self.path, fd)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         except BaseException:
             os.close(fd)
             raise
-        self.fd, self.size = fd, r.end
-        self.header, self.ids, self.leaf = r.header, r.ids, r.leaf
+        self._adopt(fd, r)
 
     def _start(self, line):
         """First line of the stream: decide which file, open it or defer."""
@@ -213,79 +375,148 @@ class Writer:
             raise PantoError(f"'{self.path}' does not exist and the stream has no session header "
                              f"to start it with")
         else:
-            self.header = stream_header
+            self.header, self.header_raw = stream_header, line.raw
+
+    # -- noticing a file replaced under us ------------------------------------
+
+    def _reopen(self):
+        """The path no longer names the open file: take up what is there now,
+        or create the session anew from its header if nothing is. Called
+        without a lock held."""
+        old_id, old_fd = self.header["id"], self.fd
+        self.fd = None
+        os.close(old_fd)
+        if os.path.lexists(self.path):
+            self._open_existing()
+        else:
+            self.ids = {}
+            self.pending = [(self.header_raw, None, True)]
+            self._create(recreate=True)
+            self.pending = []
+            self.warn(f"'{self.path}' was removed while appending; created it anew from its header")
+            return
+        if self.header["id"] != old_id:
+            raise PantoError(f"'{self.path}' was replaced by another session ({self.header['id']}); "
+                             f"refusing to mix them")
+        self.warn(f"'{self.path}' was replaced while appending; continuing in the new file")
+
+    def _here(self):
+        """Does the path still name the open file? Its stat when it does, else None."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st if (st.st_dev, st.st_ino) == self.ident else None
 
     # -- writing --------------------------------------------------------------
 
-    def _catch_up(self):
-        """Under the lock: take in lines another appender added since our last write."""
-        st = os.fstat(self.fd)
-        if st.st_size == self.size:
+    def _catch_up(self, size):
+        """Under the lock: take in what another appender added since our last write."""
+        if size < self.size:     # cut shorter under us: read it again from the top
+            r = recover(self.path, self.fd)
+            self.size, self.ids, self.leaf = r.end, r.ids, r.leaf
             return
         r = Scan()
-        r.header = self.header
-        r.ids = self.ids
-        r.leaf = self.leaf
-        r.end = self.size
-        scan(self.path, start=self.size, result=r)
-        repair(self.path, r, self.fd)
+        r.header, r.header_raw, r.ids, r.leaf = self.header, self.header_raw, self.ids, self.leaf
+        recover(self.path, self.fd, r, start=self.size)
         self.size, self.leaf = r.end, r.leaf
 
     def _append(self, data, entry_id):
-        fd = self.fd
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            self._catch_up()
-            if entry_id in self.ids:       # another appender wrote it meanwhile
-                return
-            n = os.write(fd, data)
-            while n < len(data):           # a short write: finish the line
-                n += os.write(fd, data[n:])
-            os.fdatasync(fd)
-            self.size += len(data)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        """Write one line durably into the file at the path (unless it has the id)."""
+        for _ in range(10):
+            fd = self.fd
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                st = self._here()
+                if st is not None:
+                    if st.st_size != self.size:
+                        self._catch_up(st.st_size)
+                    if entry_id in self.ids:       # another appender wrote it meanwhile
+                        self._same(entry_id, data)
+                        return
+                    try:
+                        write_all(fd, data)
+                        os.fdatasync(fd)
+                    except OSError as e:
+                        raise _failed(self.path, e, "could not append to the session") from None
+                    self.size += len(data)
+                    self.ids[entry_id] = hash(data)
+                    if self._here() is not None:
+                        return
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            self._reopen()
+        raise PantoError(f"'{self.path}' keeps being replaced while appending; stopped")
 
-    def _create(self):
-        """Write header + waiting entries to a temporary file and link it into place."""
+    def _same(self, entry_id, data):
+        if self.ids[entry_id] != hash(data) and self._differs(entry_id, data):
+            self.warn(f"entry {entry_id} is already in '{self.path}' with different content; "
+                      f"kept the file's")
+
+    def _differs(self, entry_id, data):
+        """Is the file's entry with this id different from data (as JSON)?"""
+        want = orjson.loads(data)
+        with open(self.fd, "rb", closefd=False) as f:
+            f.seek(0)
+            for raw in f:
+                obj = stream.loads(raw)
+                if obj is not None and obj.get("id") == entry_id and obj.get("type") != "session":
+                    return obj != want
+        return False
+
+    def _create(self, recreate=False):
+        """Write header + waiting entries to a temporary file and put it in place
+        (never over a file that appeared meanwhile). On failure nothing is left."""
         import tempfile
 
         directory = os.path.dirname(os.path.abspath(self.path))
-        make_dirs(directory)
         data = b"".join(raw for raw, _, write in self.pending if write)
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
+        made = []
+        fd = tmp = None
         try:
-            os.write(fd, data)
+            made = make_dirs(directory)
+            if not made:
+                remove_stale(directory)
+            fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=TMP_SUFFIX, dir=directory)
+            fcntl.flock(fd, fcntl.LOCK_EX)    # a live creation: never stale
+            write_all(fd, data)
             os.fsync(fd)
-            os.close(fd)
-            fd = None
-            try:
-                os.link(tmp, self.path)    # never replaces a file that appeared meanwhile
-                created = True
-            except FileExistsError:
-                created = False
-            except OSError:                # no hard links here: rename, still atomic
-                os.rename(tmp, self.path)
-                created = True
+            created = _place(tmp, self.path, data)
             fsync_dir(directory)
+        except OSError as e:
+            if fd is not None:
+                os.close(fd)
+                fd = None
+            if tmp is not None:
+                _unlink(tmp)
+            for d in reversed(made):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    break
+            raise _failed(self.path, e, "could not create the session file") from None
         finally:
             if fd is not None:
                 os.close(fd)
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            if tmp is not None:
+                _unlink(tmp)
         if created:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-            self.size = len(data)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            st = os.fstat(fd)
+            self.fd, self.ident, self.size = fd, (st.st_dev, st.st_ino), len(data)
+            for raw, entry_id, write in self.pending:
+                if write and entry_id is not None:
+                    self.ids[entry_id] = hash(raw)
             return
         # Another appender created the file first: append what it lacks.
         stream_id = self.header["id"]
         self._open_existing()
         if self.header["id"] != stream_id:
-            raise PantoError(f"'{self.path}' appeared meanwhile as another session")
+            raise PantoError(f"'{self.path}' appeared meanwhile as another session ({self.header['id']}); "
+                             f"refusing to mix them")
         for raw, entry_id, write in self.pending:
-            if write and entry_id is not None and entry_id not in self.ids:
+            if write and entry_id is not None:
                 self._append(raw, entry_id)
-                self.ids.add(entry_id)
 
     def feed(self, line):
         """Take one stream Line; return the bytes that may now be echoed."""
@@ -300,18 +531,21 @@ class Writer:
         if line.kind == stream.BARE:
             obj = entries.complete(obj, self.leaf, self.ids)
             raw = stream.dumps(obj)
-            self.ids.discard(obj["id"])    # complete() reserved it; written below
+            del self.ids[obj["id"]]        # complete() reserved it; written below
         entry_id = obj["id"]
-        known = entry_id in self.ids       # already in the file: idempotent
-        self.leaf = entry_id
         if self.fd is not None:
-            if not known:
+            if entry_id in self.ids and self._here() is not None:   # already in the file
+                self._same(entry_id, raw)
+            else:
                 self._append(raw, entry_id)
-                self.ids.add(entry_id)
+            self.leaf = entry_id
             return raw
-        self.ids.add(entry_id)
+        known = entry_id in self.ids       # already in the stream (idempotent)
+        self.leaf = entry_id
+        if not known:
+            self.ids[entry_id] = hash(raw)
         self.pending.append((raw, entry_id, not known))
-        if known or not is_assistant(obj):
+        if known or not stream.is_assistant(obj):
             return b""
         if self.pending[0][1] is not None:   # a headerless stream never gets here
             raise PantoError("internal: deferred session without a header")
@@ -330,3 +564,10 @@ class Writer:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -301,6 +301,7 @@ def _place(tmp, path, data):
     except FileExistsError:
         return False
     try:
+        os.fchmod(fd, 0o600)
         write_all(fd, data)
         os.fsync(fd)
     except BaseException:
@@ -479,6 +480,7 @@ class Writer:
                 remove_stale(directory)
             fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=TMP_SUFFIX, dir=directory)
             fcntl.flock(fd, fcntl.LOCK_EX)    # a live creation: never stale
+            os.fchmod(fd, 0o600)              # whatever the umask
             write_all(fd, data)
             os.fsync(fd)
             created = _place(tmp, self.path, data)

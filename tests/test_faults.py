@@ -502,3 +502,38 @@ def test_an_entry_nested_too_deeply_to_write_is_a_clean_error(isolated):
     p = run(["panto-log", "append", f], input=deep)
     assert_clean_error(p, 1, "panto-log")
     assert b"internal error" not in p.stderr and read(f) == base
+
+
+# -- the last resort, and retries without retry-after ------------------------------------------------
+
+def test_an_internal_error_is_one_line_and_a_traceback_only_on_request(isolated, tmp_path):
+    # a broken dependency (here a docopt that fails) is a bug panto cannot name: one line, exit 1
+    fake = tmp_path / "broken"
+    fake.mkdir()
+    (fake / "docopt.py").write_text("class DocoptExit(SystemExit):\n    pass\n\n"
+                                    "def docopt(*args, **kwargs):\n    raise RuntimeError('the parser broke')\n")
+    env = dict(os.environ, PYTHONPATH=str(fake))
+    for argv in (["panto-log", "replay", "--last"], ["panto-ls"], ["panto-cost", "--all"]):
+        p = run(argv, env=env)
+        assert_clean_error(p, 1, argv[0])
+        assert p.stderr.decode() == f"{argv[0]}: internal error: RuntimeError: the parser broke\n"
+    p = run(["panto-ls"], env=dict(env, PANTO_DEBUG="1"))
+    assert p.returncode == 1 and b"Traceback" in p.stderr and b"the parser broke" in p.stderr
+
+
+def test_a_5xx_without_retry_after_is_retried_with_growing_backoff(isolated):
+    import re
+
+    import sse_server as S
+
+    with S.Server() as srv:
+        srv.push(S.error_reply(503, "busy"), S.error_reply(529, "overloaded"), S.openai_text("at last"))
+        env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY="sk-test-0123456789abcdefSECRET")
+        p = run(["panto-send", "-p", "openai", "-m", "gpt-4o", "--live", "hi"], env=env)
+        assert p.returncode == 0, p.stderr
+        assert len(srv.requests) == 3
+    waits = [float(w) for w in re.findall(rb"retrying in ([0-9.]+) s", p.stderr)]
+    assert len(waits) == 2, p.stderr
+    # base 0.5 s doubled each attempt, with +-25% jitter
+    assert 0.35 <= waits[0] <= 0.65 and 0.7 <= waits[1] <= 1.3, waits
+    assert b"at last" in p.stdout

@@ -56,6 +56,40 @@ def bad_line_error(path, r):
                         f"the session without it", path, lineno)
 
 
+CHUNK = 1 << 20
+
+
+def _lines(f):
+    """(line, offset) of a binary file, read in large chunks: each line a
+    memoryview (no copy) ending in b"\\n", the last one maybe without it."""
+    offset, pending = f.tell(), []
+    read = f.read
+    while True:
+        chunk = read(CHUNK)
+        if not chunk:
+            if pending:
+                tail = b"".join(pending)
+                yield memoryview(tail), offset
+            return
+        if pending:
+            if chunk.find(b"\n") < 0:       # a line longer than a chunk: gather it
+                pending.append(chunk)
+                continue
+            pending.append(chunk)
+            chunk = b"".join(pending)
+            pending = []
+        view, find, p = memoryview(chunk), chunk.find, 0
+        while True:
+            e = find(b"\n", p) + 1
+            if not e:
+                break
+            yield view[p:e], offset + p
+            p = e
+        if p < len(chunk):
+            pending.append(chunk[p:])
+        offset += p
+
+
 def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
     """Read a session file (from byte `start`, continuing a scan's result).
 
@@ -76,21 +110,24 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
         loads, classify, decode_error = orjson.loads, stream.classify, orjson.JSONDecodeError
         ENTRY, HEADER = stream.ENTRY, stream.HEADER
         ids, pending, bad = r.ids, [], r.bad
-        for raw in f:
+        stop = start
+        for raw, offset in _lines(f):
             lineno += 1
             n = len(raw)
+            stop = offset + n
             why = None
-            if raw[-1:] != b"\n":
+            if raw[n - 1] != 10:                       # no line feed: the last line
                 why = "the last line has no line feed"
-            elif n == 1 or not raw.strip():
-                offset += n
-                if not pending:
-                    r.end = offset
-                continue
+                if not bytes(raw).strip():
+                    continue
             else:
                 try:
                     obj = loads(raw)
                 except decode_error:
+                    if not bytes(raw).strip():          # a blank line
+                        if not pending:
+                            r.end = offset + n
+                        continue
                     obj, why = None, "not valid JSON"
                 if why is None and type(obj) is not dict:
                     why = "not a JSON object"
@@ -106,8 +143,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
                     bad.extend(pending)
                     pending = []
                     bad.append((lineno, offset, offset + n, str(e)))
-                    offset += n
-                    r.end = offset
+                    r.end = offset + n
                     continue
                 if kind is ENTRY:
                     pass
@@ -115,10 +151,9 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
                     if kind is not HEADER:
                         raise SessionError("not a panto session (the first line is not a session header)",
                                            path, lineno)
-                    r.header, r.header_raw = obj, raw
+                    r.header, r.header_raw = obj, bytes(raw)
                     migrate(obj, path)
-                    offset += n
-                    r.end = offset
+                    r.end = offset + n
                     continue
                 elif kind is HEADER:
                     why = "a session header after the first line"
@@ -128,15 +163,13 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
                     bad.extend(pending)
                     pending = []
                     bad.append((lineno, offset, offset + n, "an entry without an 'id'"))
-                    offset += n
-                    r.end = offset
+                    r.end = offset + n
                     continue
             if why is not None:
                 if r.header is None:
                     raise SessionError(f"not a panto session (the first line is not a session header: "
                                        f"{why})", path, lineno)
                 pending.append((lineno, offset, offset + n, why))
-                offset += n
                 continue
             if pending:           # valid after torn-looking lines: they are bad lines
                 bad.extend(pending)
@@ -146,9 +179,8 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
             eid = obj["id"]
             ids[eid] = hash(raw)
             r.leaf = eid
-            offset += n
-            r.end = offset
-        r.size = offset
+            r.end = offset + n
+        r.size = stop
     finally:
         if own:
             f.close()

@@ -169,6 +169,40 @@ def check_entry(obj, bare):
 
 def classify(obj):
     """Return the kind of a parsed line, or raise ValueError saying why not."""
+    # The common line, a complete message entry, checked in one pass with no
+    # calls (replay validates every line of a file: this is its hot path).
+    # Anything it does not accept goes through the checks that say why.
+    if type(obj) is dict and obj.get("type") == "message":
+        i, p, m = obj.get("id"), obj.get("parentId"), obj.get("message")
+        if (type(i) is str and i and (p is None or type(p) is str) and type(obj.get("timestamp")) is str
+                and type(m) is dict and m.get("role") in ROLES and type(m.get("content")) is list):
+            for block in m["content"]:
+                if type(block) is not dict:
+                    break
+                bt = block.get("type")
+                if type(bt) is not str:
+                    break
+                fields = _BLOCK_FIELDS.get(bt)
+                if fields is None:            # a block type of a later format: kept
+                    continue
+                if fields is not _TEXT or type(block.get("text")) is not str:
+                    break
+            else:
+                if ((m.get("stopReason") is None or type(m["stopReason"]) is str)
+                        and _plain_stamps(obj) and _plain_stamps(m)):
+                    return ENTRY
+    return _classify(obj)
+
+
+_TEXT = _BLOCK_FIELDS["text"]
+
+
+def _plain_stamps(d):
+    p, m = d.get("provider"), d.get("model")
+    return (p is None or type(p) is str) and (m is None or type(m) is str)
+
+
+def _classify(obj):
     if type(obj) is not dict:
         raise ValueError("not a JSON object")
     t = obj.get("type")

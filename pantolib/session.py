@@ -31,18 +31,19 @@ TMP_MAX_AGE = 3600
 class Scan:
     """What reading a session file found."""
 
-    __slots__ = ("header", "header_raw", "ids", "leaf", "end", "size", "cut_line", "bad", "after")
+    __slots__ = ("header", "header_raw", "ids", "leaf", "end", "size", "cut_line", "bad", "after", "cut")
 
     def __init__(self):
         self.header = None
         self.header_raw = None
-        self.ids = {}         # entry id -> hash of its line's bytes
+        self.ids = {}         # entry id -> the offset of its line
         self.leaf = None
         self.end = 0          # where the valid data ends (the start of a torn tail)
         self.size = 0         # bytes read
         self.cut_line = None  # first line of the torn tail, when there is one
         self.bad = []         # (line number, start, stop, what is wrong): bad lines not at the end
         self.after = 0        # valid lines after the first bad line
+        self.cut = 0          # bytes a repair cut
 
 
 def _intact(n):
@@ -177,7 +178,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
             if bad:
                 r.after += 1
             eid = obj["id"]
-            ids[eid] = hash(raw)
+            ids[eid] = offset
             r.leaf = eid
             r.end = offset + n
         r.size = stop
@@ -216,7 +217,7 @@ def recover(path, fd, result=None, start=0, lineno=0, fix=True):
     with open(fd, "rb", closefd=False) as f:
         r = scan(path, start, result, lineno, f=f)
     if fix:
-        repair(path, r, fd)
+        r.cut = repair(path, r, fd)
     return r
 
 
@@ -248,10 +249,11 @@ def is_assistant(obj):
 
 def write_all(fd, data):
     """os.write until every byte is written (a short write is finished)."""
-    view = memoryview(data)
-    n = os.write(fd, view)
-    while n < len(view):
-        n += os.write(fd, view[n:])
+    n = os.write(fd, data)
+    if n < len(data):
+        view = memoryview(data)
+        while n < len(view):
+            n += os.write(fd, view[n:])
 
 
 def _failed(path, e, what):
@@ -364,7 +366,7 @@ class Writer:
         self.size = 0
         self.header = None        # the file's (or the stream's, while deferred) header
         self.header_raw = None
-        self.ids = {}             # entry id -> hash of its line
+        self.ids = {}             # entry id -> the offset of its line in the file (None: not written)
         self.leaf = None
         self.pending = []         # (bytes, entry id or None, write it) waiting for creation
         self.started = False      # seen the first line
@@ -388,6 +390,8 @@ class Writer:
         except BaseException:
             os.close(fd)
             raise
+        if r.cut:
+            self.warn(f"{self.path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
         self._adopt(fd, r)
 
     def _start(self, line):
@@ -472,8 +476,8 @@ class Writer:
                         os.fdatasync(fd)
                     except OSError as e:
                         raise _failed(self.path, e, "could not append to the session") from None
+                    self.ids[entry_id] = self.size
                     self.size += len(data)
-                    self.ids[entry_id] = hash(data)
                     if self._here() is not None:
                         return
             finally:
@@ -482,20 +486,16 @@ class Writer:
         raise PantoError(f"'{self.path}' keeps being replaced while appending; stopped")
 
     def _same(self, entry_id, data):
-        if self.ids[entry_id] != hash(data) and self._differs(entry_id, data):
+        """An entry the file has already: say so if the file's differs."""
+        offset = self.ids[entry_id]
+        if offset is None or os.pread(self.fd, len(data), offset) == data:
+            return
+        with open(self.fd, "rb", closefd=False) as f:     # the same entry written differently?
+            f.seek(offset)
+            theirs = stream.loads(f.readline())
+        if theirs != orjson.loads(data):
             self.warn(f"entry {entry_id} is already in '{self.path}' with different content; "
                       f"kept the file's")
-
-    def _differs(self, entry_id, data):
-        """Is the file's entry with this id different from data (as JSON)?"""
-        want = orjson.loads(data)
-        with open(self.fd, "rb", closefd=False) as f:
-            f.seek(0)
-            for raw in f:
-                obj = stream.loads(raw)
-                if obj is not None and obj.get("id") == entry_id and obj.get("type") != "session":
-                    return obj != want
-        return False
 
     def _create(self, recreate=False):
         """Write header + waiting entries to a temporary file and put it in place
@@ -538,9 +538,12 @@ class Writer:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
             st = os.fstat(fd)
             self.fd, self.ident, self.size = fd, (st.st_dev, st.st_ino), len(data)
+            offset = 0
             for raw, entry_id, write in self.pending:
-                if write and entry_id is not None:
-                    self.ids[entry_id] = hash(raw)
+                if write:
+                    if entry_id is not None:
+                        self.ids[entry_id] = offset
+                    offset += len(raw)
             return
         # Another appender created the file first: append what it lacks.
         stream_id = self.header["id"]
@@ -577,7 +580,7 @@ class Writer:
         known = entry_id in self.ids       # already in the stream (idempotent)
         self.leaf = entry_id
         if not known:
-            self.ids[entry_id] = hash(raw)
+            self.ids[entry_id] = None
         self.pending.append((raw, entry_id, not known))
         if known or not stream.is_assistant(obj):
             return b""

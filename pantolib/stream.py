@@ -185,16 +185,18 @@ def classify(obj):
                 fields = _BLOCK_FIELDS.get(bt)
                 if fields is None:            # a block type of a later format: kept
                     continue
-                if fields is not _TEXT or type(block.get("text")) is not str:
-                    break
+                for key in fields:
+                    if type(block.get(key)) is not str:
+                        break
+                else:
+                    if bt != "thinking" or block.get("signature") is None or type(block["signature"]) is str:
+                        continue
+                break
             else:
                 if ((m.get("stopReason") is None or type(m["stopReason"]) is str)
                         and _plain_stamps(obj) and _plain_stamps(m)):
                     return ENTRY
     return _classify(obj)
-
-
-_TEXT = _BLOCK_FIELDS["text"]
 
 
 def _plain_stamps(d):

@@ -24,15 +24,16 @@ test: compile
 # so a command run in a test's own directory writes here too).
 coverage: compile
 	rm -f .coverage .coverage.* .coverage.json
-	COVERAGE_FILE="$(abspath .coverage)" PATH="$(abspath $(BIN)):$$PATH" \
-		$(BIN)/python -m coverage run -m pytest $(PYTEST_ARGS)
-	COVERAGE_FILE="$(abspath .coverage)" $(BIN)/python -m coverage combine -q
-	COVERAGE_FILE="$(abspath .coverage)" $(BIN)/python -m coverage report --precision=1
-	COVERAGE_FILE="$(abspath .coverage)" $(BIN)/python -m coverage json -q -o .coverage.json
+	export COVERAGE_FILE="$(abspath .coverage)"; status=0; \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m coverage run -m pytest $(PYTEST_ARGS) || status=$$?; \
+	$(BIN)/python -m coverage combine -q && \
+	$(BIN)/python -m coverage report --precision=1 && \
+	$(BIN)/python -m coverage json -q -o .coverage.json && \
 	$(BIN)/python -c 'import json; t = json.load(open(".coverage.json"))["totals"]; \
 		print("line coverage %.1f%% (%d of %d lines), branch coverage %.1f%% (%d of %d branches)" % ( \
 		100 * t["covered_lines"] / t["num_statements"], t["covered_lines"], t["num_statements"], \
-		100 * t["covered_branches"] / t["num_branches"], t["covered_branches"], t["num_branches"]))'
+		100 * t["covered_branches"] / t["num_branches"], t["covered_branches"], t["num_branches"]))'; \
+	exit $$status
 
 bench: compile
 	PATH="$(abspath $(BIN)):$$PATH" bench/run-all

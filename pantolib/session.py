@@ -428,7 +428,7 @@ class Writer:
         else:
             self.ids = {}
             self.pending = [(self.header_raw, None, True)]
-            self._create(recreate=True)
+            self._create()
             self.pending = []
             self.warn(f"'{self.path}' was removed while appending; created it anew from its header")
             return
@@ -497,7 +497,7 @@ class Writer:
             self.warn(f"entry {entry_id} is already in '{self.path}' with different content; "
                       f"kept the file's")
 
-    def _create(self, recreate=False):
+    def _create(self):
         """Write header + waiting entries to a temporary file and put it in place
         (never over a file that appeared meanwhile). On failure nothing is left."""
         import tempfile

@@ -329,12 +329,14 @@ def _place(tmp, path, data):
             return True
     except FileExistsError:
         return False
-    # Last resort: an exclusive creation of the final name, written in place.
+    # Last resort: an exclusive creation of the final name, written in place
+    # under its lock (an appender that finds it waits for the lock).
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         return False
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         os.fchmod(fd, 0o600)
         write_all(fd, data)
         os.fsync(fd)
@@ -545,8 +547,11 @@ class Writer:
                         self.ids[entry_id] = offset
                     offset += len(raw)
             return
-        # Another appender created the file first: append what it lacks.
+        # Another appender created the file first: append what it lacks. (Made
+        # in place, without hard links, it is empty until its creator holds
+        # its lock: wait for that moment, not for a guess of time.)
         stream_id = self.header["id"]
+        _wait_for_content(self.path)
         self._open_existing()
         if self.header["id"] != stream_id:
             raise PantoError(f"'{self.path}' appeared meanwhile as another session ({self.header['id']}); "
@@ -601,6 +606,18 @@ class Writer:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def _wait_for_content(path, tries=400):
+    import time
+
+    for _ in range(tries):
+        try:
+            if os.stat(path).st_size:
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.005)
 
 
 def _unlink(path):

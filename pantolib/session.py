@@ -9,23 +9,15 @@ What a crash can leave is a torn *tail*: panto never writes after a torn
 line (it recovers first), so a bad line with valid lines after it is not a
 crash artifact. It is reported (FILE:LINE) and the file left alone.
 """
-import errno
 import fcntl
 import os
 
 import orjson
 
-from pantolib import entries, paths, stream
+from pantolib import entries, files, paths, stream
 from pantolib.errors import PantoError, SessionError
 from pantolib.paths import make_dirs  # noqa: F401  (kept importable from here)
 
-# How a creation that cannot use a hard link fails, by filesystem (vfat,
-# some FUSE and network filesystems): then creation falls back to a rename
-# that refuses to replace, or an exclusive open of the final name.
-_NO_LINK = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS,
-            errno.EACCES}
-TMP_PREFIX, TMP_SUFFIX = ".panto-", ".tmp"
-TMP_MAX_AGE = 3600
 
 
 class Scan:
@@ -235,117 +227,8 @@ def check_path(path):
         raise PantoError(f"'{path}' is not a regular file, so not a session file")
 
 
-def fsync_dir(directory):
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def is_assistant(obj):
     return stream.is_assistant(obj)
-
-
-def write_all(fd, data):
-    """os.write until every byte is written (a short write is finished)."""
-    n = os.write(fd, data)
-    if n < len(data):
-        view = memoryview(data)
-        while n < len(view):
-            n += os.write(fd, view[n:])
-
-
-def _failed(path, e, what):
-    reason = e.strerror or str(e)
-    return PantoError(f"'{path}': {what}: {reason}")
-
-
-def remove_stale(directory, now=None):
-    """Remove panto's own temporary files an interrupted creation left here,
-    once older than an hour; a live creator holds a lock on its file."""
-    import time
-
-    now = time.time() if now is None else now
-    try:
-        it = os.scandir(directory)
-    except OSError:
-        return
-    with it:
-        for d in it:
-            name = d.name
-            if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
-                continue
-            try:
-                if not d.is_file(follow_symlinks=False) or now - d.stat(follow_symlinks=False).st_mtime < TMP_MAX_AGE:
-                    continue
-                fd = os.open(d.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                os.unlink(d.path)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-
-
-def _rename_noreplace(src, dst):
-    """renameat2(RENAME_NOREPLACE): True if done, False when the system lacks it.
-    FileExistsError when dst exists."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    AT_FDCWD, RENAME_NOREPLACE = -100, 1
-    if fn(AT_FDCWD, os.fsencode(src), AT_FDCWD, os.fsencode(dst), RENAME_NOREPLACE) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err == errno.EEXIST:
-        raise FileExistsError(err, os.strerror(err), dst)
-    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
-        return False
-    raise OSError(err, os.strerror(err), dst)
-
-
-def _place(tmp, path, data):
-    """Put the finished temporary file at path without ever replacing a file
-    that appeared meanwhile. True if placed, False if path exists now."""
-    try:
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
-    except OSError as e:
-        if e.errno not in _NO_LINK:
-            raise
-    # No hard links on this filesystem.
-    try:
-        if _rename_noreplace(tmp, path):
-            return True
-    except FileExistsError:
-        return False
-    # Last resort: an exclusive creation of the final name, written in place
-    # under its lock (an appender that finds it waits for the lock).
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.fchmod(fd, 0o600)
-        write_all(fd, data)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(path)
-        raise
-    os.close(fd)
-    return True
 
 
 class Writer:
@@ -474,10 +357,10 @@ class Writer:
                         self._same(entry_id, data)
                         return
                     try:
-                        write_all(fd, data)
+                        files.write_all(fd, data)
                         os.fdatasync(fd)
                     except OSError as e:
-                        raise _failed(self.path, e, "could not append to the session") from None
+                        raise files.failed(self.path, e, "could not append to the session") from None
                     self.ids[entry_id] = self.size
                     self.size += len(data)
                     if self._here() is not None:
@@ -511,31 +394,31 @@ class Writer:
         try:
             made = make_dirs(directory)
             if not made:
-                remove_stale(directory)
-            fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=TMP_SUFFIX, dir=directory)
+                files.remove_stale(directory)
+            fd, tmp = tempfile.mkstemp(prefix=files.TMP_PREFIX, suffix=files.TMP_SUFFIX, dir=directory)
             fcntl.flock(fd, fcntl.LOCK_EX)    # a live creation: never stale
             os.fchmod(fd, 0o600)              # whatever the umask
-            write_all(fd, data)
+            files.write_all(fd, data)
             os.fsync(fd)
-            created = _place(tmp, self.path, data)
-            fsync_dir(directory)
+            created = files.place(tmp, self.path, data)
+            files.fsync_dir(directory)
         except OSError as e:
             if fd is not None:
                 os.close(fd)
                 fd = None
             if tmp is not None:
-                _unlink(tmp)
+                files.unlink_quietly(tmp)
             for d in reversed(made):
                 try:
                     os.rmdir(d)
                 except OSError:
                     break
-            raise _failed(self.path, e, "could not create the session file") from None
+            raise files.failed(self.path, e, "could not create the session file") from None
         finally:
             if fd is not None:
                 os.close(fd)
             if tmp is not None:
-                _unlink(tmp)
+                files.unlink_quietly(tmp)
         if created:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
             st = os.fstat(fd)
@@ -551,7 +434,7 @@ class Writer:
         # in place, without hard links, it is empty until its creator holds
         # its lock: wait for that moment, not for a guess of time.)
         stream_id = self.header["id"]
-        _wait_for_content(self.path)
+        files.wait_for_content(self.path)
         self._open_existing()
         if self.header["id"] != stream_id:
             raise PantoError(f"'{self.path}' appeared meanwhile as another session ({self.header['id']}); "
@@ -606,22 +489,3 @@ class Writer:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-
-
-def _wait_for_content(path, tries=400):
-    import time
-
-    for _ in range(tries):
-        try:
-            if os.stat(path).st_size:
-                return
-        except FileNotFoundError:
-            return
-        time.sleep(0.005)
-
-
-def _unlink(path):
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

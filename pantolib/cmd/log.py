@@ -142,8 +142,8 @@ def replay(arg, no_repair, at=None, skip_bad=False):
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)   # an appender may be mid-write
-                r = session.recover(path, fd, fix=False)
-                cut = session.repair(path, r, fd)
+                r = session.recover(path, fd)
+                cut = r.cut
             finally:
                 os.close(fd)
             if cut:

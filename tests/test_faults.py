@@ -127,10 +127,14 @@ def test_a_header_id_that_is_not_a_uuid_names_no_file(isolated, tmp_path, sid):
     assert not os.path.exists("/tmp/panto-escape.jsonl") and not os.path.exists("/tmp/panto-abs.jsonl")
 
 
-def test_a_canonical_uuid_in_capitals_is_accepted(isolated):
-    sid = SID.upper()
-    assert paths.is_uuid(sid) and not paths.is_uuid(sid[:-1] + "g")
-    assert run(["panto-log", "append"], input=new_stream(isolated, sid)).returncode == 0
+def test_only_the_canonical_form_names_a_file(isolated, tmp_path):
+    # the canonical form is lowercase hex: capitals would name a second file
+    # for the same session on a case-insensitive filesystem
+    assert paths.is_session_id(SID) and not paths.is_session_id(SID.upper())
+    before = tree(tmp_path)
+    assert_clean_error(run(["panto-log", "append"], input=new_stream(isolated, SID.upper())), 1, "panto-log")
+    assert tree(tmp_path) == before
+    assert run(["panto-log", "append"], input=new_stream(isolated, SID)).returncode == 0
 
 
 # -- the session file replaced under an appender ------------------------------------------------

@@ -52,38 +52,7 @@ def bad_line_error(path, r):
 CHUNK = 1 << 20
 
 
-def _lines(f):
-    """(line, offset) of a binary file, read in large chunks: each line a
-    memoryview (no copy) ending in b"\\n", the last one maybe without it."""
-    offset, pending = f.tell(), []
-    read = f.read
-    while True:
-        chunk = read(CHUNK)
-        if not chunk:
-            if pending:
-                tail = b"".join(pending)
-                yield memoryview(tail), offset
-            return
-        if pending:
-            if chunk.find(b"\n") < 0:       # a line longer than a chunk: gather it
-                pending.append(chunk)
-                continue
-            pending.append(chunk)
-            chunk = b"".join(pending)
-            pending = []
-        view, find, p = memoryview(chunk), chunk.find, 0
-        while True:
-            e = find(b"\n", p) + 1
-            if not e:
-                break
-            yield view[p:e], offset + p
-            p = e
-        if p < len(chunk):
-            pending.append(chunk[p:])
-        offset += p
-
-
-def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
+def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True):
     """Read a session file (from byte `start`, continuing a scan's result).
 
     Valid lines are taken in; a run of torn lines (SPEC §4: no line feed, not
@@ -92,88 +61,147 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False):
     valid line are bad lines: SessionError naming the first, unless skip_bad
     (then they are listed in `bad`). So is a complete object that breaks the
     schema, wherever it is. `f` reads through an open binary file instead.
+    ids=False leaves the entry ids out (a reader that only prints the file
+    keeps constant memory).
     """
     r = result or Scan()
     own = f is None
     if own:
         f = open(path, "rb")
-    try:
-        f.seek(start)
-        offset = r.end = start
-        loads, classify, decode_error = orjson.loads, stream.classify, orjson.JSONDecodeError
-        ENTRY, HEADER = stream.ENTRY, stream.HEADER
-        ids, pending, bad = r.ids, [], r.bad
-        stop = start
-        for raw, offset in _lines(f):
-            lineno += 1
-            n = len(raw)
-            stop = offset + n
-            why = None
-            if raw[n - 1] != 10:                       # no line feed: the last line
-                why = "the last line has no line feed"
-                if not bytes(raw).strip():
-                    continue
-            else:
+    loads, classify, decode_error = orjson.loads, stream.classify, orjson.JSONDecodeError
+    ENTRY, HEADER = stream.ENTRY, stream.HEADER
+    keep = r.ids if ids else None
+    pending, bad = [], r.bad
+    lineno_ = [lineno]
+    _NOT_PARSED, _INVALID = object(), object()
+
+    def one(raw, offset, obj):
+        """Every line but the common one (which the loop below takes itself)."""
+        nonlocal pending
+        lineno = lineno_[0]
+        n = len(raw)
+        why = None
+        if raw[n - 1] != 10:                       # no line feed: the last line
+            why = "the last line has no line feed"
+            if not bytes(raw).strip():
+                return
+        else:
+            if obj is _NOT_PARSED:
                 try:
                     obj = loads(raw)
                 except decode_error:
-                    if not bytes(raw).strip():          # a blank line
-                        if not pending:
-                            r.end = offset + n
-                        continue
-                    obj, why = None, "not valid JSON"
-                if why is None and type(obj) is not dict:
-                    why = "not a JSON object"
-            if why is None:
-                try:
-                    kind = classify(obj)
-                except ValueError as e:
-                    if r.header is None:
-                        raise SessionError(f"not a panto session (the first line is not a valid "
-                                           f"session header: {e})", path, lineno) from None
-                    if not skip_bad:
-                        raise SessionError(str(e), path, lineno) from None
-                    bad.extend(pending)
-                    pending = []
-                    bad.append((lineno, offset, offset + n, str(e)))
-                    r.end = offset + n
-                    continue
-                if kind is ENTRY:
-                    pass
-                elif r.header is None:
-                    if kind is not HEADER:
-                        raise SessionError("not a panto session (the first line is not a session header)",
-                                           path, lineno)
-                    r.header, r.header_raw = obj, bytes(raw)
-                    migrate(obj, path)
-                    r.end = offset + n
-                    continue
-                elif kind is HEADER:
-                    why = "a session header after the first line"
-                else:
-                    if not skip_bad:
-                        raise SessionError("an entry without an 'id' in a session file", path, lineno)
-                    bad.extend(pending)
-                    pending = []
-                    bad.append((lineno, offset, offset + n, "an entry without an 'id'"))
-                    r.end = offset + n
-                    continue
-            if why is not None:
+                    obj = _INVALID
+            if obj is _INVALID:
+                if not bytes(raw).strip():          # a blank line
+                    if not pending:
+                        r.end = offset + n
+                    return
+                why = "not valid JSON"
+            elif type(obj) is not dict:
+                why = "not a JSON object"
+        if why is None:
+            try:
+                kind = classify(obj)
+            except ValueError as e:
                 if r.header is None:
-                    raise SessionError(f"not a panto session (the first line is not a session header: "
-                                       f"{why})", path, lineno)
-                pending.append((lineno, offset, offset + n, why))
-                continue
-            if pending:           # valid after torn-looking lines: they are bad lines
+                    raise SessionError(f"not a panto session (the first line is not a valid "
+                                       f"session header: {e})", path, lineno) from None
+                if not skip_bad:
+                    raise SessionError(str(e), path, lineno) from None
                 bad.extend(pending)
                 pending = []
-            if bad:
-                r.after += 1
-            eid = obj["id"]
-            ids[eid] = offset
-            r.leaf = eid
-            r.end = offset + n
-        r.size = stop
+                bad.append((lineno, offset, offset + n, str(e)))
+                r.end = offset + n
+                return
+            if kind is ENTRY:
+                pass
+            elif r.header is None:
+                if kind is not HEADER:
+                    raise SessionError("not a panto session (the first line is not a session header)",
+                                       path, lineno)
+                r.header, r.header_raw = obj, bytes(raw)
+                migrate(obj, path)
+                r.end = offset + n
+                return
+            elif kind is HEADER:
+                why = "a session header after the first line"
+            else:
+                if not skip_bad:
+                    raise SessionError("an entry without an 'id' in a session file", path, lineno)
+                bad.extend(pending)
+                pending = []
+                bad.append((lineno, offset, offset + n, "an entry without an 'id'"))
+                r.end = offset + n
+                return
+        if why is not None:
+            if r.header is None:
+                raise SessionError(f"not a panto session (the first line is not a session header: "
+                                   f"{why})", path, lineno)
+            pending.append((lineno, offset, offset + n, why))
+            return
+        if pending:           # valid after torn-looking lines: they are bad lines
+            bad.extend(pending)
+            pending = []
+        if bad:
+            r.after += 1
+        eid = obj["id"]
+        if keep is not None:
+            keep[eid] = offset
+        r.leaf = eid
+        r.end = offset + n
+
+    try:
+        f.seek(start)
+        r.end = base = start
+        read, carry = f.read, []
+        while True:
+            chunk = read(CHUNK)
+            if not chunk:
+                if carry:                     # the last line, without its line feed
+                    tail = b"".join(carry)
+                    lineno_[0] += 1
+                    one(memoryview(tail), base, _NOT_PARSED)
+                    base += len(tail)
+                break
+            if carry:
+                carry.append(chunk)
+                if chunk.find(b"\n") < 0:     # a line longer than a chunk: gather it
+                    continue
+                chunk = b"".join(carry)
+                carry = []
+            view, find, p = memoryview(chunk), chunk.find, 0
+            while True:
+                e = find(b"\n", p) + 1
+                if not e:
+                    break
+                raw = view[p:e]
+                lineno_[0] += 1
+                # the common line: a valid entry after the header, nothing torn-looking before it
+                try:
+                    obj = loads(raw)
+                except decode_error:
+                    obj = _INVALID
+                if type(obj) is dict and not pending and r.header is not None:
+                    try:
+                        kind = classify(obj)
+                    except ValueError:
+                        kind = None
+                    if kind is ENTRY:
+                        if bad:
+                            r.after += 1
+                        eid = obj["id"]
+                        if keep is not None:
+                            keep[eid] = base + p
+                        r.leaf = eid
+                        r.end = base + e
+                        p = e
+                        continue
+                one(raw, base + p, obj)
+                p = e
+            if p < len(chunk):
+                carry.append(chunk[p:])
+            base += p
+        r.size = base
     finally:
         if own:
             f.close()
@@ -203,11 +231,11 @@ def repair(path, r, fd):
     return cut
 
 
-def recover(path, fd, result=None, start=0, lineno=0, fix=True):
+def recover(path, fd, result=None, start=0, lineno=0, fix=True, ids=True):
     """The one recover step: with fd's exclusive flock held by the caller,
     scan the file (from `start`, continuing `result`) and cut a torn tail."""
     with open(fd, "rb", closefd=False) as f:
-        r = scan(path, start, result, lineno, f=f)
+        r = scan(path, start, result, lineno, f=f, ids=ids)
     if fix:
         r.cut = repair(path, r, fd)
     return r

@@ -45,6 +45,7 @@ TORN = {
     "nesting 1100": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","a":'
                     + b"[" * 1100 + b"]" * 1100 + b"}\n",
     "not an object": b"[1,2,3]\n",
+    "null": b"null\n",
     "NUL bytes": b"\0\0\0\0\0\0\n",
     "invalid UTF-8": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","x":"\xff\xfe"}\n',
     "second header": None,          # filled in per test (it names the test's cwd)

@@ -603,6 +603,7 @@ BAD_LINES = {
     "1e400": b'{"type":"message","id":"b0000001","parentId":null,"timestamp":"t","n":1e400,"message":{"role":"user","content":[]}}\n',
     "deep nesting": b'{"type":"x","id":"b0000001","parentId":null,"timestamp":"t","a":' + b"[" * 1100 + b"]" * 1100 + b'}\n',
     "not an object": b'[1, 2]\n',
+    "null": b"null\n",
     "second header": header("/elsewhere"),
     "NUL bytes": b"\0\0\0\0\n",
 }

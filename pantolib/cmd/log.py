@@ -122,7 +122,7 @@ def replay(arg, no_repair, at=None, skip_bad=False):
     path = _session_path(arg)
     session.check_path(path)
     if skip_bad:
-        r = session.scan(path, skip_bad=True)
+        r = session.scan(path, skip_bad=True, ids=False)
         for lineno, _, _, why in r.bad:
             cli.warn(NAME, f"{path}:{lineno}: {why}; left out")
         if r.end < r.size:
@@ -133,7 +133,7 @@ def replay(arg, no_repair, at=None, skip_bad=False):
             start = e
         _copy(path, r.end, start)
         return cli.OK
-    r = session.scan(path)
+    r = session.scan(path, ids=False)     # constant memory: only where the valid part ends
     if r.end < r.size:
         what = f"{r.size - r.end} bytes from line {r.cut_line}"
         if no_repair:
@@ -142,7 +142,7 @@ def replay(arg, no_repair, at=None, skip_bad=False):
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)   # an appender may be mid-write
-                r = session.recover(path, fd)
+                r = session.recover(path, fd, ids=False)
                 cut = r.cut
             finally:
                 os.close(fd)

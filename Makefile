@@ -3,7 +3,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test bench demo clean compile
+.PHONY: test bench demo clean compile coverage
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,22 @@ compile: $(STAMP)
 test: compile
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Line and branch coverage of the suite, console scripts included: each
+# command the tests spawn writes its own data file (COVERAGE_FILE is absolute,
+# so a command run in a test's own directory writes here too).
+coverage: compile
+	rm -f .coverage .coverage.* .coverage.json
+	export COVERAGE_FILE="$(abspath .coverage)"; status=0; \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m coverage run -m pytest $(PYTEST_ARGS) || status=$$?; \
+	$(BIN)/python -m coverage combine -q && \
+	$(BIN)/python -m coverage report --precision=1 && \
+	$(BIN)/python -m coverage json -q -o .coverage.json && \
+	$(BIN)/python -c 'import json; t = json.load(open(".coverage.json"))["totals"]; \
+		print("line coverage %.1f%% (%d of %d lines), branch coverage %.1f%% (%d of %d branches)" % ( \
+		100 * t["covered_lines"] / t["num_statements"], t["covered_lines"], t["num_statements"], \
+		100 * t["covered_branches"] / t["num_branches"], t["covered_branches"], t["num_branches"]))'; \
+	exit $$status
+
 bench: compile
 	PATH="$(abspath $(BIN)):$$PATH" bench/run-all
 
@@ -26,4 +42,4 @@ demo: compile
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python demo/demo.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info .coverage .coverage.*

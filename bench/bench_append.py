@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """panto-log append of N entries vs a bare os.write + fsync loop.
 
-    bench/bench_append.py [--entries N] [--repeat R] [--seed S]
+    bench/bench_append.py [--entries N] [--repeat R] [--seed S] [--kb]
 
 SPEC §10 target: within 1.10x of a Python process that reads the same lines
 from stdin and, for each, does one os.write to the session file and one
@@ -11,7 +11,8 @@ directory, and are run alternately, best of --repeat. Each is also run on
 an empty stream, so the per-entry cost can be told apart from start-up
 (which bench_startup.py measures on its own). The entries are
 realistic (gen_sessions.py: text from 100 B to 20 KB, tool results up to
-50 KB).
+50 KB); --kb makes every entry a user or assistant message of about 1 KB,
+where the work per line besides write and fsync shows most.
 """
 import argparse
 import os
@@ -37,6 +38,28 @@ for line in sys.stdin.buffer:
 """
 
 
+def kb_entries(n, rng):
+    """n message entries of about 1 KB each, alternately user and assistant."""
+    import orjson
+
+    out, parent = [], None
+    for k in range(n):
+        eid = f"{k:08x}"
+        text = "".join(rng.choice("abcdefghij klmnop qrstuvwxyz") for _ in range(rng.randint(800, 1000)))
+        if k % 2 == 0:
+            e = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:16.000Z",
+                 "provider": "openai", "model": "gpt-4o",
+                 "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+        else:
+            e = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:17.000Z",
+                 "message": {"role": "assistant", "content": [{"type": "text", "text": text}],
+                             "provider": "openai", "model": "gpt-4o", "stopReason": "stop",
+                             "usage": {"input": 100, "output": 20}}}
+        out.append(orjson.dumps(e) + b"\n")
+        parent = eid
+    return out
+
+
 def once(argv, data_path, env):
     return common.timed(argv, env, stdin_path=data_path)[0]
 
@@ -46,6 +69,7 @@ def main(argv=None):
     ap.add_argument("--entries", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--kb", action="store_true", help="entries of about 1 KB each")
     a = ap.parse_args(argv)
     exe = common.command("panto-log")
     tmp = tempfile.mkdtemp(prefix="panto-bench-", dir=os.environ.get("PANTO_BENCH_DIR"))
@@ -59,6 +83,8 @@ def main(argv=None):
                                    target_bytes=a.entries * 20_000)
         with open(src, "rb") as f:
             lines = f.read().splitlines(keepends=True)
+        if a.kb:
+            lines = lines[:2] + kb_entries(a.entries, random.Random(a.seed))
         if len(lines) < a.entries + 2:
             sys.exit("generated session too short")
         seed_part = b"".join(lines[:2])               # header + system entry: the file to append to

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """panto-log replay of a large session vs a bare orjson-per-line loop and vs `jq -c .`.
 
-    bench/bench_replay.py [--size 100M] [--repeat R] [--seed S]
+    bench/bench_replay.py [--size 100M] [--repeat R] [--seed S] [--small]
 
 SPEC §10 target: replay of a 100 MB session within 1.3x of a bare Python
 loop that validates each line with orjson.loads and writes it out (so about
 6x faster than `jq -c .`), in constant memory. All three read the same
 generated session (gen_sessions.py) from the page cache and write to a pipe
 drained by `cat >/dev/null`, alternately, best of --repeat. Peak memory is
-shown when GNU time is installed.
+shown when GNU time is installed. --small makes a session of short lines
+(~200 bytes each: short prompts and replies), where the work per line, not
+per byte, is what is measured.
 """
 import argparse
 import os
@@ -51,11 +53,40 @@ def timed(argv, env):
     return dt, rss
 
 
+def small_session(path, target, rng):
+    """A session of short user and assistant entries, as panto writes them."""
+    import orjson
+
+    words = "the a file test line code run fix it is and to of in read write".split()
+    with open(path, "wb") as f:
+        f.write(orjson.dumps({"type": "session", "version": 1, "id": "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee",
+                              "timestamp": "2026-04-25T17:40:15.990Z", "cwd": "/home/user/proj"}) + b"\n")
+        written, parent, k = 0, None, 0
+        while written < target:
+            k += 1
+            eid = f"{k:08x}"
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 20)))
+            if k % 2:
+                e = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:16.000Z",
+                     "provider": "openai", "model": "gpt-4o",
+                     "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+            else:
+                e = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:17.000Z",
+                     "message": {"role": "assistant", "content": [{"type": "text", "text": text}],
+                                 "provider": "openai", "model": "gpt-4o", "stopReason": "stop",
+                                 "usage": {"input": 100, "output": 20}}}
+            line = orjson.dumps(e) + b"\n"
+            f.write(line)
+            written += len(line)
+            parent = eid
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", default="100M", help="session size, e.g. 100M or 1G")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--small", action="store_true", help="short lines (~200 bytes) instead of realistic ones")
     a = ap.parse_args(argv)
     exe = common.command("panto-log")
     tmp = tempfile.mkdtemp(prefix="panto-bench-")
@@ -64,8 +95,11 @@ def main(argv=None):
         os.makedirs(home)
         env = common.isolated_env(home)
         path = os.path.join(tmp, "big.jsonl")
-        gen_sessions.write_session(path, 10**9, random.Random(a.seed), "/home/user/proj",
-                                   target_bytes=gen_sessions.parse_size(a.size))
+        if a.small:
+            small_session(path, gen_sessions.parse_size(a.size), random.Random(a.seed))
+        else:
+            gen_sessions.write_session(path, 10**9, random.Random(a.seed), "/home/user/proj",
+                                       target_bytes=gen_sessions.parse_size(a.size))
         size = os.path.getsize(path)
         with open(path, "rb") as f:           # into the page cache
             while f.read(1 << 24):

@@ -7,7 +7,7 @@ import functools
 import os
 import sys
 
-OK, FAIL, USAGE = 0, 1, 2
+OK, FAIL, USAGE, INTERRUPTED = 0, 1, 2, 130
 
 
 def parse(doc, argv=None, version=True):
@@ -38,8 +38,62 @@ def stdin():
 
 
 def warn(name, message):
-    sys.stderr.write(f"{name}: {message}\n")
-    sys.stderr.flush()
+    """One line on stderr: `name: message`, made safe for a terminal, with any
+    key or key-shaped text hidden (a backstop: writers redact already)."""
+    from pantolib import secrets, terminal
+
+    text = terminal.visible_line(secrets.redact(str(message), secrets.env_keys(), keylike=True))
+    try:
+        sys.stderr.write(f"{name}: {text}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def guard_fds():
+    """Commands started with stdin, stdout or stderr closed (`<&-`, `>&-`):
+    put /dev/null on the empty descriptor, so that no file panto opens can
+    take its number (a session file must never become stdout), and make a
+    closed stdout behave as a closed pipe and a closed stdin as an empty one."""
+    import io
+
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if fd == 0:
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+        elif fd == 1:
+            sys.stdout = io.TextIOWrapper(io.BufferedWriter(_ClosedRaw()), write_through=True)
+        else:
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+
+
+class _ClosedRaw(__import__("io").RawIOBase):
+    """A closed stdout: the first write fails as a closed pipe does; later
+    ones (the final flushes) are swallowed so that nothing more is said."""
+
+    failed = False
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        if not self.failed:
+            import errno
+
+            self.failed = True
+            raise BrokenPipeError(errno.EPIPE, "stdout is closed")
+        return len(b)
+
+    def fileno(self):
+        return 1
 
 
 def silence_stdout():
@@ -57,6 +111,7 @@ def run(name, func, argv=None):
     from pantolib.errors import PantoError, UsageError
 
     try:
+        guard_fds()
         status = func(argv)
         try:
             sys.stdout.flush()
@@ -79,7 +134,7 @@ def run(name, func, argv=None):
         return FAIL
     except KeyboardInterrupt:
         warn(name, "interrupted")
-        return FAIL
+        return INTERRUPTED
     except ModuleNotFoundError as e:
         warn(name, f"missing Python package '{e.name}' (install panto with its dependencies: pip install .)")
         return FAIL

@@ -23,7 +23,7 @@ def now_iso():
 
 
 def new_id(taken):
-    """8 random lowercase hex chars not in `taken` (which it then joins)."""
+    """8 random lowercase hex chars not in `taken` (a set or a dict, which it then joins)."""
     for _ in range(ID_TRIES):
         i = os.urandom(4).hex()
         if i not in taken:
@@ -31,7 +31,10 @@ def new_id(taken):
     else:  # a hundred collisions: take a longer id rather than loop forever
         while (i := os.urandom(16).hex()) in taken:
             pass
-    taken.add(i)
+    if isinstance(taken, dict):
+        taken[i] = None
+    else:
+        taken.add(i)
     return i
 
 

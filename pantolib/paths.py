@@ -29,8 +29,54 @@ def session_dir(cwd=None, env=None):
 
 
 def session_path(header, env=None):
-    """The file a session belongs in, by its header's cwd and id."""
-    return os.path.join(session_dir(header["cwd"], env), header["id"] + SUFFIX)
+    """The file a session belongs in, by its header's cwd and id. The id must
+    be a canonical UUID: nothing else may become a file name."""
+    sid, cwd = header.get("id"), header.get("cwd")
+    if not is_session_id(sid):
+        shown = repr(sid)[:80]
+        raise PantoError(f"the session id {shown} is not a UUID, so it cannot name a session file "
+                         f"(give the session FILE to append to)")
+    if not isinstance(cwd, str) or "\0" in cwd:
+        raise PantoError("the session header's 'cwd' cannot name a directory")
+    return os.path.join(session_dir(cwd, env), sid + SUFFIX)
+
+
+def make_dirs(directory):
+    """Create the directory and any missing parents, each mode 0700 whatever
+    the umask, each made durable in its parent. Returns those it created."""
+    made = []
+    d = os.path.abspath(directory)
+    missing = []
+    while not os.path.isdir(d):
+        missing.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
+            continue
+        made.append(d)
+        os.chmod(d, 0o700)
+        _fsync_dir(os.path.dirname(d))
+    return made
+
+
+def _fsync_dir(directory):
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def cache_dir(env=None):
@@ -80,24 +126,16 @@ def all_dirs(env=None):
 
 
 def read_header(path):
-    """The parsed header of a session file, or None if its first line is not one."""
-    import orjson
+    """The parsed header of a session file, or None if its first line is not
+    a valid header (stream.header_of, the rule every reader shares)."""
+    from pantolib import stream
 
     try:
         with open(path, "rb") as f:
             first = f.readline(1 << 20)
     except OSError:
         return None
-    try:
-        obj = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return None
-    from pantolib import stream
-
-    try:
-        return obj if stream.classify(obj) == stream.HEADER else None
-    except ValueError:
-        return None
+    return stream.header_of(first)
 
 
 _UUID = None

@@ -566,7 +566,7 @@ def setup_history(env=None):
     """The persistent prompt history (a History)."""
     path = os.path.join(paths.state_dir(env), "history")
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        paths.make_dirs(os.path.dirname(path))   # 0700 whatever the umask
         if not os.path.exists(path):
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
     except OSError:

@@ -4,85 +4,212 @@ A session file is the accumulated stream: a header line, then entries, each
 line written once with one `write` and made durable with `fdatasync` before
 anyone downstream sees it. Nothing here ever rewrites a file; the only
 change besides appending is cutting a torn tail left by a crash.
+
+What a crash can leave is a torn *tail*: panto never writes after a torn
+line (it recovers first), so a bad line with valid lines after it is not a
+crash artifact. It is reported (FILE:LINE) and the file left alone.
 """
 import fcntl
 import os
 
 import orjson
 
-from pantolib import entries, paths, stream
+from pantolib import entries, files, paths, stream
 from pantolib.errors import PantoError, SessionError
+from pantolib.paths import make_dirs  # noqa: F401  (kept importable from here)
+
 
 
 class Scan:
     """What reading a session file found."""
 
-    __slots__ = ("header", "ids", "leaf", "end", "size", "cut_line")
+    __slots__ = ("header", "header_raw", "ids", "leaf", "end", "size", "cut_line", "bad", "after", "cut")
 
     def __init__(self):
         self.header = None
-        self.ids = set()
+        self.header_raw = None
+        self.ids = {}         # entry id -> the offset of its line
         self.leaf = None
-        self.end = 0          # bytes of valid data from the top
-        self.size = 0         # the file's size when read
-        self.cut_line = None  # first torn line, when there is one
+        self.end = 0          # where the valid data ends (the start of a torn tail)
+        self.size = 0         # bytes read
+        self.cut_line = None  # first line of the torn tail, when there is one
+        self.bad = []         # (line number, start, stop, what is wrong): bad lines not at the end
+        self.after = 0        # valid lines after the first bad line
+        self.cut = 0          # bytes a repair cut
 
 
-def _torn_or_schema(raw, name, lineno):
-    """Parse a line: (obj, kind), or None if it is torn (not a whole JSON object)."""
-    if raw[-1:] != b"\n":
-        return None
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if type(obj) is not dict:
-        return None
-    try:
-        kind = stream.classify(obj)
-    except ValueError as e:
-        raise SessionError(str(e), name, lineno) from None
-    return obj, kind
+def _intact(n):
+    return f"the {n} line after it is intact" if n == 1 else f"the {n} lines after it are intact"
 
 
-def scan(path, start=0, result=None, lineno=0):
-    """Read a session file (from byte `start` when continuing a scan).
+def bad_line_error(path, r):
+    lineno, _, _, why = r.bad[0]
+    more = f"; {len(r.bad) - 1} more bad lines" if len(r.bad) > 1 else ""
+    return SessionError(f"{why} ({_intact(r.after)}{more}); panto-log replay --skip-bad prints "
+                        f"the session without it", path, lineno)
 
-    Stops at the first torn line (not a complete JSON object, a last line
-    without its line feed, or a header out of place) and records where.
-    A complete object that breaks the schema raises SessionError(FILE:LINE).
+
+CHUNK = 1 << 20
+
+
+def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True):
+    """Read a session file (from byte `start`, continuing a scan's result).
+
+    Valid lines are taken in; a run of torn lines (SPEC §4: no line feed, not
+    a complete JSON object, a header out of place) with nothing valid after
+    it is the torn tail (`end`, `cut_line`). Torn-looking lines followed by a
+    valid line are bad lines: SessionError naming the first, unless skip_bad
+    (then they are listed in `bad`). So is a complete object that breaks the
+    schema, wherever it is. `f` reads through an open binary file instead.
+    ids=False leaves the entry ids out (a reader that only prints the file
+    keeps constant memory).
     """
     r = result or Scan()
-    with open(path, "rb") as f:
-        r.size = os.fstat(f.fileno()).st_size
-        f.seek(start)
-        offset = start
-        for raw in f:
-            lineno += 1
-            if not raw.strip() and raw[-1:] == b"\n":
-                offset += len(raw)
-                r.end = offset
-                continue
-            parsed = _torn_or_schema(raw, path, lineno)
-            if parsed is None or (parsed[1] == stream.HEADER) != (r.header is None):
+    own = f is None
+    if own:
+        f = open(path, "rb")
+    loads, classify, decode_error = orjson.loads, stream.classify, orjson.JSONDecodeError
+    ENTRY, HEADER = stream.ENTRY, stream.HEADER
+    keep = r.ids if ids else None
+    pending, bad = [], r.bad
+    lineno_ = [lineno]
+    _NOT_PARSED, _INVALID = object(), object()
+
+    def one(raw, offset, obj):
+        """Every line but the common one (which the loop below takes itself)."""
+        nonlocal pending
+        lineno = lineno_[0]
+        n = len(raw)
+        why = None
+        if raw[n - 1] != 10:                       # no line feed: the last line
+            why = "the last line has no line feed"
+            if not bytes(raw).strip():
+                return
+        else:
+            if obj is _NOT_PARSED:
+                try:
+                    obj = loads(raw)
+                except decode_error:
+                    obj = _INVALID
+            if obj is _INVALID:
+                if not bytes(raw).strip():          # a blank line
+                    if not pending:
+                        r.end = offset + n
+                    return
+                why = "not valid JSON"
+            elif type(obj) is not dict:
+                why = "not a JSON object"
+        if why is None:
+            try:
+                kind = classify(obj)
+            except ValueError as e:
                 if r.header is None:
+                    raise SessionError(f"not a panto session (the first line is not a valid "
+                                       f"session header: {e})", path, lineno) from None
+                if not skip_bad:
+                    raise SessionError(str(e), path, lineno) from None
+                bad.extend(pending)
+                pending = []
+                bad.append((lineno, offset, offset + n, str(e)))
+                r.end = offset + n
+                return
+            if kind is ENTRY:
+                pass
+            elif r.header is None:
+                if kind is not HEADER:
                     raise SessionError("not a panto session (the first line is not a session header)",
                                        path, lineno)
-                r.cut_line = lineno
-                break
-            obj, kind = parsed
-            if kind == stream.HEADER:
-                r.header = obj
+                r.header, r.header_raw = obj, bytes(raw)
                 migrate(obj, path)
-            elif kind == stream.BARE:
-                raise SessionError("an entry without an 'id' in a session file", path, lineno)
+                r.end = offset + n
+                return
+            elif kind is HEADER:
+                why = "a session header after the first line"
             else:
-                r.ids.add(obj["id"])
-                r.leaf = obj["id"]
-            offset += len(raw)
-            r.end = offset
+                if not skip_bad:
+                    raise SessionError("an entry without an 'id' in a session file", path, lineno)
+                bad.extend(pending)
+                pending = []
+                bad.append((lineno, offset, offset + n, "an entry without an 'id'"))
+                r.end = offset + n
+                return
+        if why is not None:
+            if r.header is None:
+                raise SessionError(f"not a panto session (the first line is not a session header: "
+                                   f"{why})", path, lineno)
+            pending.append((lineno, offset, offset + n, why))
+            return
+        if pending:           # valid after torn-looking lines: they are bad lines
+            bad.extend(pending)
+            pending = []
+        if bad:
+            r.after += 1
+        eid = obj["id"]
+        if keep is not None:
+            keep[eid] = offset
+        r.leaf = eid
+        r.end = offset + n
+
+    try:
+        f.seek(start)
+        r.end = base = start
+        read, carry = f.read, []
+        while True:
+            chunk = read(CHUNK)
+            if not chunk:
+                if carry:                     # the last line, without its line feed
+                    tail = b"".join(carry)
+                    lineno_[0] += 1
+                    one(memoryview(tail), base, _NOT_PARSED)
+                    base += len(tail)
+                break
+            if carry:
+                carry.append(chunk)
+                if chunk.find(b"\n") < 0:     # a line longer than a chunk: gather it
+                    continue
+                chunk = b"".join(carry)
+                carry = []
+            view, find, p = memoryview(chunk), chunk.find, 0
+            while True:
+                e = find(b"\n", p) + 1
+                if not e:
+                    break
+                raw = view[p:e]
+                lineno_[0] += 1
+                # the common line: a valid entry after the header, nothing torn-looking before it
+                try:
+                    obj = loads(raw)
+                except decode_error:
+                    obj = _INVALID
+                if type(obj) is dict and not pending and r.header is not None:
+                    try:
+                        kind = classify(obj)
+                    except ValueError:
+                        kind = None
+                    if kind is ENTRY:
+                        if bad:
+                            r.after += 1
+                        eid = obj["id"]
+                        if keep is not None:
+                            keep[eid] = base + p
+                        r.leaf = eid
+                        r.end = base + e
+                        p = e
+                        continue
+                one(raw, base + p, obj)
+                p = e
+            if p < len(chunk):
+                carry.append(chunk[p:])
+            base += p
+        r.size = base
+    finally:
+        if own:
+            f.close()
     if r.header is None:
         raise SessionError("not a panto session (empty file)", path)
+    r.cut_line = pending[0][0] if pending else None
+    if bad and not skip_bad:
+        raise bad_line_error(path, r)
     return r
 
 
@@ -92,23 +219,26 @@ def migrate(header, path):
     return False
 
 
-def repair(path, r, fd=None):
-    """Cut the torn tail found by scan (never the header: scan refuses that)."""
+def repair(path, r, fd):
+    """Cut the torn tail found by scan (never the header: scan refuses that).
+    The caller holds the flock on fd. Returns the bytes cut."""
     if r.end >= r.size:
         return 0
     cut = r.size - r.end
-    if fd is None:
-        fd2 = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            os.ftruncate(fd2, r.end)
-            os.fsync(fd2)
-        finally:
-            os.close(fd2)
-    else:
-        os.ftruncate(fd, r.end)
-        os.fsync(fd)
+    os.ftruncate(fd, r.end)
+    os.fsync(fd)
     r.size = r.end
     return cut
+
+
+def recover(path, fd, result=None, start=0, lineno=0, fix=True, ids=True):
+    """The one recover step: with fd's exclusive flock held by the caller,
+    scan the file (from `start`, continuing `result`) and cut a torn tail."""
+    with open(fd, "rb", closefd=False) as f:
+        r = scan(path, start, result, lineno, f=f, ids=ids)
+    if fix:
+        r.cut = repair(path, r, fd)
+    return r
 
 
 def check_path(path):
@@ -125,59 +255,41 @@ def check_path(path):
         raise PantoError(f"'{path}' is not a regular file, so not a session file")
 
 
-def make_dirs(directory):
-    """Create the directory and any missing parents, each mode 0700."""
-    missing = []
-    d = os.path.abspath(directory)
-    while not os.path.isdir(d):
-        missing.append(d)
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            if not os.path.isdir(d):
-                raise
-
-
-def fsync_dir(directory):
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def is_assistant(obj):
-    m = obj.get("message")
-    return obj.get("type") == "message" and isinstance(m, dict) and m.get("role") == "assistant"
+    return stream.is_assistant(obj)
 
 
 class Writer:
     """Persists a stream into one session file.
 
     `feed(line)` returns the bytes to echo downstream: a line is returned
-    only once it is durable, except while the file does not exist yet
-    (deferred creation), when lines wait for the first assistant entry.
-    `finish()` returns what is still waiting when the stream ends (those
-    lines are echoed but, by design, not written: there was no reply).
+    only once it is durable in the file at the session's path, except while
+    the file does not exist yet (deferred creation), when lines wait for the
+    first assistant entry. `finish()` returns what is still waiting when the
+    stream ends (those lines are echoed but, by design, not written: there
+    was no reply). `notes` collects one-line remarks for stderr.
     """
 
-    def __init__(self, path=None, env=None):
+    def __init__(self, path=None, env=None, warn=None):
         self.path = path
         self.env = env
+        self.warn = warn or (lambda message: None)
         self.fd = None
+        self.ident = None         # (st_dev, st_ino) of the open file
         self.size = 0
         self.header = None        # the file's (or the stream's, while deferred) header
-        self.ids = set()
+        self.header_raw = None
+        self.ids = {}             # entry id -> the offset of its line in the file (None: not written)
         self.leaf = None
-        self.pending = []         # (bytes, entry id or None) waiting for creation
+        self.pending = []         # (bytes, entry id or None, write it) waiting for creation
         self.started = False      # seen the first line
 
     # -- opening --------------------------------------------------------------
+
+    def _adopt(self, fd, r):
+        st = os.fstat(fd)
+        self.fd, self.ident, self.size = fd, (st.st_dev, st.st_ino), r.end
+        self.header, self.header_raw, self.ids, self.leaf = r.header, r.header_raw, r.ids, r.leaf
 
     def _open_existing(self):
         check_path(self.path)
@@ -185,15 +297,15 @@ class Writer:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                r = scan(self.path)
-                repair(self.path, r, fd)
+                r = recover(self.path, fd)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         except BaseException:
             os.close(fd)
             raise
-        self.fd, self.size = fd, r.end
-        self.header, self.ids, self.leaf = r.header, r.ids, r.leaf
+        if r.cut:
+            self.warn(f"{self.path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
+        self._adopt(fd, r)
 
     def _start(self, line):
         """First line of the stream: decide which file, open it or defer."""
@@ -213,79 +325,151 @@ class Writer:
             raise PantoError(f"'{self.path}' does not exist and the stream has no session header "
                              f"to start it with")
         else:
-            self.header = stream_header
+            self.header, self.header_raw = stream_header, line.raw
+
+    # -- noticing a file replaced under us ------------------------------------
+
+    def _reopen(self):
+        """The path no longer names the open file: take up what is there now,
+        or create the session anew from its header if nothing is. Called
+        without a lock held."""
+        old_id, old_fd = self.header["id"], self.fd
+        self.fd = None
+        os.close(old_fd)
+        if os.path.lexists(self.path):
+            self._open_existing()
+        else:
+            self.ids = {}
+            self.pending = [(self.header_raw, None, True)]
+            self._create()
+            self.pending = []
+            self.warn(f"'{self.path}' was removed while appending; created it anew from its header")
+            return
+        if self.header["id"] != old_id:
+            raise PantoError(f"'{self.path}' was replaced by another session ({self.header['id']}); "
+                             f"refusing to mix them")
+        self.warn(f"'{self.path}' was replaced while appending; continuing in the new file")
+
+    def _here(self):
+        """Does the path still name the open file? Its stat when it does, else None."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st if (st.st_dev, st.st_ino) == self.ident else None
 
     # -- writing --------------------------------------------------------------
 
-    def _catch_up(self):
-        """Under the lock: take in lines another appender added since our last write."""
-        st = os.fstat(self.fd)
-        if st.st_size == self.size:
+    def _catch_up(self, size):
+        """Under the lock: take in what another appender added since our last write."""
+        if size < self.size:     # cut shorter under us: read it again from the top
+            r = recover(self.path, self.fd)
+            self.size, self.ids, self.leaf = r.end, r.ids, r.leaf
             return
         r = Scan()
-        r.header = self.header
-        r.ids = self.ids
-        r.leaf = self.leaf
-        r.end = self.size
-        scan(self.path, start=self.size, result=r)
-        repair(self.path, r, self.fd)
+        r.header, r.header_raw, r.ids, r.leaf = self.header, self.header_raw, self.ids, self.leaf
+        recover(self.path, self.fd, r, start=self.size)
         self.size, self.leaf = r.end, r.leaf
 
     def _append(self, data, entry_id):
-        fd = self.fd
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            self._catch_up()
-            if entry_id in self.ids:       # another appender wrote it meanwhile
-                return
-            n = os.write(fd, data)
-            while n < len(data):           # a short write: finish the line
-                n += os.write(fd, data[n:])
-            os.fdatasync(fd)
-            self.size += len(data)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        """Write one line durably into the file at the path (unless it has the id)."""
+        for _ in range(10):
+            fd = self.fd
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                st = self._here()
+                if st is not None:
+                    if st.st_size != self.size:
+                        self._catch_up(st.st_size)
+                    if entry_id in self.ids:       # another appender wrote it meanwhile
+                        self._same(entry_id, data)
+                        return
+                    try:
+                        files.write_all(fd, data)
+                        os.fdatasync(fd)
+                    except OSError as e:
+                        raise files.failed(self.path, e, "could not append to the session") from None
+                    self.ids[entry_id] = self.size
+                    self.size += len(data)
+                    if self._here() is not None:
+                        return
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            self._reopen()
+        raise PantoError(f"'{self.path}' keeps being replaced while appending; stopped")
+
+    def _same(self, entry_id, data):
+        """An entry the file has already: say so if the file's differs."""
+        offset = self.ids[entry_id]
+        if offset is None or os.pread(self.fd, len(data), offset) == data:
+            return
+        with open(self.fd, "rb", closefd=False) as f:     # the same entry written differently?
+            f.seek(offset)
+            theirs = stream.loads(f.readline())
+        if theirs != orjson.loads(data):
+            self.warn(f"entry {entry_id} is already in '{self.path}' with different content; "
+                      f"kept the file's")
 
     def _create(self):
-        """Write header + waiting entries to a temporary file and link it into place."""
+        """Write header + waiting entries to a temporary file and put it in place
+        (never over a file that appeared meanwhile). On failure nothing is left."""
         import tempfile
 
         directory = os.path.dirname(os.path.abspath(self.path))
-        make_dirs(directory)
         data = b"".join(raw for raw, _, write in self.pending if write)
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
+        made = []
+        fd = tmp = None
         try:
-            os.write(fd, data)
+            made = make_dirs(directory)
+            if not made:
+                files.remove_stale(directory)
+            fd, tmp = tempfile.mkstemp(prefix=files.TMP_PREFIX, suffix=files.TMP_SUFFIX, dir=directory)
+            fcntl.flock(fd, fcntl.LOCK_EX)    # a live creation: never stale
+            os.fchmod(fd, 0o600)              # whatever the umask
+            files.write_all(fd, data)
             os.fsync(fd)
-            os.close(fd)
-            fd = None
-            try:
-                os.link(tmp, self.path)    # never replaces a file that appeared meanwhile
-                created = True
-            except FileExistsError:
-                created = False
-            except OSError:                # no hard links here: rename, still atomic
-                os.rename(tmp, self.path)
-                created = True
-            fsync_dir(directory)
+            created = files.place(tmp, self.path, data)
+            files.fsync_dir(directory)
+        except OSError as e:
+            if fd is not None:
+                os.close(fd)
+                fd = None
+            if tmp is not None:
+                files.unlink_quietly(tmp)
+            for d in reversed(made):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    break
+            raise files.failed(self.path, e, "could not create the session file") from None
         finally:
             if fd is not None:
                 os.close(fd)
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            if tmp is not None:
+                files.unlink_quietly(tmp)
         if created:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-            self.size = len(data)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            st = os.fstat(fd)
+            self.fd, self.ident, self.size = fd, (st.st_dev, st.st_ino), len(data)
+            offset = 0
+            for raw, entry_id, write in self.pending:
+                if write:
+                    if entry_id is not None:
+                        self.ids[entry_id] = offset
+                    offset += len(raw)
             return
-        # Another appender created the file first: append what it lacks.
+        # Another appender created the file first: append what it lacks. (Made
+        # in place, without hard links, it is empty until its creator holds
+        # its lock: wait for that moment, not for a guess of time.)
         stream_id = self.header["id"]
+        files.wait_for_content(self.path)
         self._open_existing()
         if self.header["id"] != stream_id:
-            raise PantoError(f"'{self.path}' appeared meanwhile as another session")
+            raise PantoError(f"'{self.path}' appeared meanwhile as another session ({self.header['id']}); "
+                             f"refusing to mix them")
         for raw, entry_id, write in self.pending:
-            if write and entry_id is not None and entry_id not in self.ids:
+            if write and entry_id is not None:
                 self._append(raw, entry_id)
-                self.ids.add(entry_id)
 
     def feed(self, line):
         """Take one stream Line; return the bytes that may now be echoed."""
@@ -300,18 +484,21 @@ class Writer:
         if line.kind == stream.BARE:
             obj = entries.complete(obj, self.leaf, self.ids)
             raw = stream.dumps(obj)
-            self.ids.discard(obj["id"])    # complete() reserved it; written below
+            del self.ids[obj["id"]]        # complete() reserved it; written below
         entry_id = obj["id"]
-        known = entry_id in self.ids       # already in the file: idempotent
-        self.leaf = entry_id
         if self.fd is not None:
-            if not known:
+            if entry_id in self.ids and self._here() is not None:   # already in the file
+                self._same(entry_id, raw)
+            else:
                 self._append(raw, entry_id)
-                self.ids.add(entry_id)
+            self.leaf = entry_id
             return raw
-        self.ids.add(entry_id)
+        known = entry_id in self.ids       # already in the stream (idempotent)
+        self.leaf = entry_id
+        if not known:
+            self.ids[entry_id] = None
         self.pending.append((raw, entry_id, not known))
-        if known or not is_assistant(obj):
+        if known or not stream.is_assistant(obj):
             return b""
         if self.pending[0][1] is not None:   # a headerless stream never gets here
             raise PantoError("internal: deferred session without a header")

@@ -3,6 +3,12 @@
 A line is a header (`"type":"session"`), an entry (an object with a string
 `id`) or a bare entry (no `id`: completed by the command that owns it).
 Lines are kept as the bytes that arrived, so a filter can echo them exactly.
+
+This module is the one definition of the format's rules; every reader calls
+it: `loads` (a complete JSON object or None), `torn` (what a crash can leave),
+`classify` / `problem` (the kind of a line or what is wrong with it),
+`is_header`, `header_of` (a first line read cheaply), `is_assistant`, and for
+the fast byte scanners `ASSISTANT_MARK` / `may_be_assistant`.
 """
 import orjson
 
@@ -35,7 +41,73 @@ class Line:
 
 def dumps(obj):
     """Compact JSON plus the line feed: how panto writes every line."""
-    return orjson.dumps(obj) + b"\n"
+    try:
+        return orjson.dumps(obj) + b"\n"
+    except orjson.JSONEncodeError as e:   # nesting past orjson's writing depth
+        raise SessionError(f"an entry that cannot be written ({e})") from None
+
+
+# -- the predicates every reader shares -----------------------------------------------
+
+# Every assistant entry holds these bytes: its role value (JSON escapes
+# quotes inside strings, so only a key or value can end in `"`). A scanner
+# may skip a line without them; one that has them must still be parsed.
+ASSISTANT_MARK = b'"assistant"'
+
+
+def may_be_assistant(raw):
+    """False only for a line that cannot be an assistant entry (bytes level)."""
+    return ASSISTANT_MARK in raw
+
+
+def loads(raw):
+    """The JSON object a line holds, or None (not JSON, or not an object)."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if type(obj) is dict else None
+
+
+def torn(raw):
+    """Could this line be a write cut short by a crash? A line without its
+    line feed, or one that is not a complete JSON object. (Only at the end of
+    a file is it torn; with valid lines after it, it is a bad line.)"""
+    return raw[-1:] != b"\n" or loads(raw) is None
+
+
+def problem(obj):
+    """What is wrong with a parsed line (a str), or None when it is a valid one."""
+    try:
+        classify(obj)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def is_header(obj):
+    """A valid session header of a version this panto reads."""
+    if type(obj) is not dict or obj.get("type") != "session":
+        return False
+    try:
+        check_header(obj)
+    except ValueError:
+        return False
+    return True
+
+
+def header_of(first):
+    """The header a file's first line holds (bytes), or None if it is not one."""
+    obj = loads(first)
+    return obj if obj is not None and is_header(obj) else None
+
+
+def is_assistant(obj):
+    """An assistant message entry (a parsed line)."""
+    if type(obj) is not dict or obj.get("type") != "message":
+        return False
+    m = obj.get("message")
+    return type(m) is dict and m.get("role") == "assistant"
 
 
 def _str(obj, key, what):
@@ -97,6 +169,42 @@ def check_entry(obj, bare):
 
 def classify(obj):
     """Return the kind of a parsed line, or raise ValueError saying why not."""
+    # The common line, a complete message entry, checked in one pass with no
+    # calls (replay validates every line of a file: this is its hot path).
+    # Anything it does not accept goes through the checks that say why.
+    if type(obj) is dict and obj.get("type") == "message":
+        i, p, m = obj.get("id"), obj.get("parentId"), obj.get("message")
+        if (type(i) is str and i and (p is None or type(p) is str) and type(obj.get("timestamp")) is str
+                and type(m) is dict and m.get("role") in ROLES and type(m.get("content")) is list):
+            for block in m["content"]:
+                if type(block) is not dict:
+                    break
+                bt = block.get("type")
+                if type(bt) is not str:
+                    break
+                fields = _BLOCK_FIELDS.get(bt)
+                if fields is None:            # a block type of a later format: kept
+                    continue
+                for key in fields:
+                    if type(block.get(key)) is not str:
+                        break
+                else:
+                    if bt != "thinking" or block.get("signature") is None or type(block["signature"]) is str:
+                        continue
+                break
+            else:
+                if ((m.get("stopReason") is None or type(m["stopReason"]) is str)
+                        and _plain_stamps(obj) and _plain_stamps(m)):
+                    return ENTRY
+    return _classify(obj)
+
+
+def _plain_stamps(d):
+    p, m = d.get("provider"), d.get("model")
+    return (p is None or type(p) is str) and (m is None or type(m) is str)
+
+
+def _classify(obj):
     if type(obj) is not dict:
         raise ValueError("not a JSON object")
     t = obj.get("type")

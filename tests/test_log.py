@@ -596,15 +596,77 @@ def test_last_line_without_newline_is_torn_even_if_it_parses(isolated):
     assert p.stdout == base and read(f) == base
 
 
-def test_first_broken_line_cuts_everything_after_it(isolated):
+BAD_LINES = {
+    "stray brace": b'}{"type":"message"\n',
+    "cut short": b'{"type":"mess\n',
+    "lone surrogate": b'{"type":"message","id":"b0000001","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"\\ud800"}]}}\n',
+    "1e400": b'{"type":"message","id":"b0000001","parentId":null,"timestamp":"t","n":1e400,"message":{"role":"user","content":[]}}\n',
+    "deep nesting": b'{"type":"x","id":"b0000001","parentId":null,"timestamp":"t","a":' + b"[" * 1100 + b"]" * 1100 + b'}\n',
+    "not an object": b'[1, 2]\n',
+    "null": b"null\n",
+    "second header": header("/elsewhere"),
+    "NUL bytes": b"\0\0\0\0\n",
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_LINES.values()), ids=list(BAD_LINES))
+def test_a_bad_line_in_the_middle_is_reported_and_never_cut(isolated, bad):
+    # SPEC §4: only a tail is torn; a bad line with valid lines after it is
+    # reported (FILE:LINE, how many lines after it are intact) and the file
+    # left alone, by replay and by append, which writes nothing.
     f = session_file(isolated, turns=2)
     ls = lines(read(f))
-    data = b"".join(ls[:3]) + b'{"type":"mess\n' + b"".join(ls[3:])
+    data = b"".join(ls[:3]) + bad + b"".join(ls[3:])
     with open(f, "wb") as fh:
         fh.write(data)
+    for p in (log("replay", f), log("append", f, input=bare("user", "more"))):
+        assert_clean_error(p, 1, "panto-log")
+        assert f"{f}:4: ".encode() in p.stderr
+        assert b"(the 2 lines after it are intact)" in p.stderr
+        assert p.stdout == b""
+        assert read(f) == data
+    # --skip-bad prints the rest, names the line, and still changes nothing
+    p = ok(log("replay", "--skip-bad", f))
+    assert p.stdout == b"".join(ls)
+    assert f"{f}:4: ".encode() in p.stderr and read(f) == data
+
+
+@pytest.mark.parametrize("tail", [b'{"type":"mess', b'{"type":"mess\n', b"}\n\n", header("/x"),
+                                  header("/x") + b"garbage\n", b"\0" * 300],
+                         ids=["no line feed", "not JSON", "stray brace", "second header",
+                              "run of torn lines", "zeros"])
+def test_a_torn_tail_is_cut_and_skip_bad_leaves_it_out(isolated, tail):
+    f = session_file(isolated, turns=2)
+    base = read(f)
+    with open(f, "wb") as fh:
+        fh.write(base + tail)
+    p = ok(log("replay", "--skip-bad", f))
+    assert p.stdout == base and read(f) == base + tail     # --skip-bad never modifies
     p = ok(log("replay", f))
-    assert p.stdout == b"".join(ls[:3])
-    assert read(f) == b"".join(ls[:3])
+    assert p.stdout == base and read(f) == base
+
+
+def test_skip_bad_repairs_by_hand(isolated, tmp_path):
+    f = session_file(isolated, turns=3)
+    ls = lines(read(f))
+    data = ls[0] + b"}\n" + b"".join(ls[1:4]) + b"[]\n" + b"".join(ls[4:]) + b'{"torn'
+    with open(f, "wb") as fh:
+        fh.write(data)
+    p = ok(log("replay", "--skip-bad", f))
+    err = p.stderr.decode()
+    assert f"{f}:2: " in err and f"{f}:6: " in err and f"{f}:10: " in err
+    new = tmp_path / "new.jsonl"
+    new.write_bytes(p.stdout)
+    os.replace(new, f)
+    assert ok(log("replay", f)).stdout == b"".join(ls)
+
+
+def test_a_file_whose_header_is_torn_is_never_emptied(isolated):
+    f = session_file(isolated, data=header(isolated)[:-1])
+    for argv in (["replay", f], ["replay", "--skip-bad", f]):
+        assert_clean_error(log(*argv), 1, "panto-log")
+    assert_clean_error(log("append", f, input=bare("user", "x")), 1, "panto-log")
+    assert read(f) == header(isolated)[:-1]
 
 
 def test_no_repair_leaves_the_file_and_says_what_it_would_cut(isolated):
@@ -688,14 +750,19 @@ def test_empty_file_is_reported_not_a_session(isolated):
     assert read(f) == b""
 
 
-def test_second_header_counts_as_torn(isolated):
+def test_second_header_at_the_end_is_torn_in_the_middle_is_bad(isolated):
     f = session_file(isolated)
     base = read(f)
+    with open(f, "wb") as fh:
+        fh.write(base + header(isolated))
+    assert ok(log("replay", f)).stdout == base and read(f) == base
     data = base + header(isolated) + msg("d0000001", "0000bbbb", "user", "after a second header")
     with open(f, "wb") as fh:
         fh.write(data)
-    p = ok(log("replay", f))
-    assert p.stdout == base and read(f) == base
+    p = log("replay", f)
+    assert_clean_error(p, 1, "panto-log")
+    assert f"{f}:4: a session header after the first line (the 1 line after it is intact)".encode() in p.stderr
+    assert read(f) == data
 
 
 def test_blank_lines_are_skipped(isolated):

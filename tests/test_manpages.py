@@ -169,3 +169,11 @@ def test_pyproject_installs_every_page():
     for name, _ in scripts():
         assert f"man/{name}.1" in man1, name
     assert "man/panto-session.5" in data.get("share/man/man5", [])
+
+
+def test_every_page_carries_the_version_of_the_code():
+    from pantolib import __version__
+
+    for name in sorted(os.listdir(MAN)):
+        first = page(os.path.join(MAN, name)).splitlines()[0]
+        assert f'"panto {__version__}"' in first, f"man/{name}: {first}"

@@ -15,6 +15,8 @@ from pantolib import paths
 SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
 CRASH_ITERATIONS = int(os.environ.get("PANTO_TEST_CRASHES", "200"))
 CRASH_BUDGET = float(os.environ.get("PANTO_TEST_CRASH_SECONDS", "25"))
+# The random moments are seeded (PANTO_TEST_SEED=N to try others): a failure can be replayed.
+SEED = int(os.environ.get("PANTO_TEST_SEED", "1"))
 
 
 def header(cwd, sid=SID):
@@ -70,11 +72,11 @@ def _drain(proc, out, first=None):
 
 
 def test_kill_9_never_loses_an_echoed_line(isolated):
-    rng = random.Random(int(os.environ.get("PANTO_TEST_SEED", "0")) or None)
+    rng = random.Random(SEED)
     f = new_session(isolated)
     counter = 0
     started = time.monotonic()
-    done = partial = torn_cut = 0
+    done = partial = torn_cut = landed = 0
     while done < CRASH_ITERATIONS and time.monotonic() - started < CRASH_BUDGET:
         if os.path.getsize(f) > 3_000_000:        # keep each replay cheap: start another session
             f = new_session(isolated, f"0199aaaa-bbbb-7ccc-8ddd-{done:012x}")
@@ -93,10 +95,11 @@ def test_kill_9_never_loses_an_echoed_line(isolated):
         feeder.start()
         reader.start()
         if rng.random() < 0.25:                   # any moment, start-up included
-            time.sleep(rng.uniform(0.0, 0.08))
+            _alive_after(proc, rng.uniform(0.0, 0.08))
         else:                                     # a moment while lines are being written
-            first.wait(5)
-            time.sleep(rng.uniform(0.0, 0.015))
+            assert first.wait(10), "append echoed nothing"
+            _alive_after(proc, rng.uniform(0.0, 0.015))
+        landed += proc.poll() is None             # the kill hit a running appender
         proc.kill()
         proc.wait()
         feeder.join(10)
@@ -139,32 +142,62 @@ def test_kill_9_never_loses_an_echoed_line(isolated):
         done += 1
     assert done >= min(CRASH_ITERATIONS, 40), f"only {done} crashes in {CRASH_BUDGET}s"
     assert partial > 0, "no kill ever landed mid-stream: the test did not test anything"
-    print(f"{done} kills, {partial} mid-stream, {torn_cut} torn tails cut")
+    assert landed >= done // 2, f"only {landed} of {done} kills hit a running appender"
+    print(f"seed {SEED}: {done} kills, {landed} on a running appender, {partial} mid-stream, "
+          f"{torn_cut} torn tails cut")
+
+
+def _alive_after(proc, seconds):
+    """Wait on the process itself for up to `seconds` (it may end first)."""
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def test_kill_9_during_creation_leaves_no_file_or_a_whole_one(isolated, sessions):
-    rng = random.Random()
+    rng = random.Random(SEED)
     started = time.monotonic()
-    iterations = 0
-    while iterations < 40 and time.monotonic() - started < 8:
+    iterations = during = 0
+    while iterations < 40 and time.monotonic() - started < 10:
         sid = f"0199aaaa-bbbb-7ccc-8ddd-{iterations:012x}"
-        big = "y" * rng.choice([10, 100_000, 3_000_000])
+        big = "y" * rng.choice([10, 100_000, 3_000_000, 3_000_000])
         data = (header(isolated, sid) + msg("00000001", None, "system", big) + msg("00000002", "00000001", "user", "q")
                 + msg("00000003", "00000002", "assistant", "a"))
+        f = os.path.join(sessions, sid + ".jsonl")
         proc = subprocess.Popen([exe("panto-log"), "append"], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         feeder = threading.Thread(target=_feed, args=(proc, data))
         feeder.start()
-        time.sleep(rng.uniform(0.02, 0.15))
+        aim = rng.choice(["creation", "creation", "any"])
+        if aim == "any":
+            _alive_after(proc, rng.uniform(0.0, 0.15))
+        else:                   # wait for the temporary file to appear, then kill
+            while proc.poll() is None and not os.path.exists(f) and not _tmp_files(sessions):
+                pass
+        in_creation = proc.poll() is None and bool(_tmp_files(sessions)) and not os.path.exists(f)
         proc.kill()
         proc.wait()
         feeder.join(10)
-        f = os.path.join(sessions, sid + ".jsonl")
+        during += in_creation
         if os.path.exists(f):
             assert read(f) == data, "a session file appeared half written"
+        elif in_creation:
+            assert _tmp_files(sessions), "killed inside the creation window, yet its temporary file is gone"
+        for t in _tmp_files(sessions):   # what a crash leaves; removed here so the next round sees its own
+            os.unlink(os.path.join(sessions, t))
         iterations += 1
+    assert during >= 3, f"only {during} of {iterations} kills landed inside the creation window"
     listed = subprocess.run([exe("panto-ls"), "--json"], capture_output=True)
     assert listed.returncode == 0 and b"Traceback" not in listed.stderr
+    print(f"seed {SEED}: {iterations} kills, {during} inside the creation window")
+
+
+def _tmp_files(directory):
+    try:
+        return [n for n in os.listdir(directory) if n.startswith(".") and n.endswith(".tmp")]
+    except FileNotFoundError:
+        return []
 
 
 # -- two appenders on one file ------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Usage:
   panto-log append [FILE]
-  panto-log replay [--no-repair] [--at=ID] [SESSION | --last]
+  panto-log replay [--no-repair | --skip-bad] [--at=ID] [SESSION | --last]
   panto-log tree [--json] [SESSION | --last | -]
   panto-log show [--at=ID | --all] [SESSION | --last | -]
   panto-log name TITLE [SESSION | --last]
@@ -16,6 +16,7 @@ Commands:
   replay        Recover a session file (cut a torn tail) and print its lines.
                 SESSION is a path, a session id or a unique id prefix; without
                 one, or with --last, the most recently active session here.
+                A bad line with valid lines after it is reported, not cut.
                 With --at, only the header and the entries on the path from
                 the root to entry ID: what is appended next branches there.
   tree          One line per entry, as a tree: id (* on the active path),
@@ -26,6 +27,8 @@ Commands:
 
 Options:
   --no-repair   Read without cutting a torn tail; say on stderr what would go.
+  --skip-bad    Print the session without its bad lines (each named on
+                stderr) and without a torn tail; the file is not changed.
   --at=ID       An entry id, or a unique prefix of one.
   --json        One JSON object per entry instead of tab-separated lines.
   --all         Every entry in file order, not just the active path.
@@ -33,10 +36,20 @@ Options:
   -h --help     Show this help.
   --version     Show the version.
 """
-import os
 import sys
 
-from pantolib import cli
+if sys.argv[1:2] == ["append"]:
+    # append must finish every line it received whatever Ctrl-C does to the
+    # pipeline: ignore SIGINT first of all, before any import (an interrupt
+    # inside `import orjson` can crash the interpreter). _signal, unlike
+    # signal, costs no import of enum.
+    import _signal
+
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+
+import os  # noqa: E402
+
+from pantolib import cli  # noqa: E402
 
 NAME = "panto-log"
 
@@ -52,31 +65,38 @@ def main(argv=None):
         return show(args["SESSION"], args["--at"], args["--all"])
     if args["name"]:
         return name(args["TITLE"], args["SESSION"])
-    return replay(args["SESSION"], args["--no-repair"], args["--at"])
+    return replay(args["SESSION"], args["--no-repair"], args["--at"], args["--skip-bad"])
 
 
 def append(path):
     import signal
 
-    from pantolib import session, stream
-
     # Ctrl-C in the terminal reaches every process of the pipeline; the lines
     # already received must still be written, so append ends at EOF only.
+    # (Also done at import above, for the console script.) A file size limit
+    # must fail the write (EFBIG), not kill the process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    from pantolib import session, stream
+
     out = cli.stdout()
-    downstream = [True]
+    downstream = [True, None]     # still echoing; the error that stopped it
 
     def echo(data):
         if data and downstream[0]:
             try:
                 out.write(data)
                 out.flush()
-            except BrokenPipeError:
-                # Nobody reads any more: keep persisting, stop echoing.
+            except OSError as e:
+                # Nobody reads any more (or stdout cannot take more): keep
+                # persisting, stop echoing.
                 downstream[0] = False
+                if not isinstance(e, BrokenPipeError):
+                    downstream[1] = e
                 cli.silence_stdout()
 
-    writer = session.Writer(path)
+    writer = session.Writer(path, warn=lambda message: cli.warn(NAME, message))
     try:
         for line in stream.read(cli.stdin()):
             echo(writer.feed(line))
@@ -86,17 +106,34 @@ def append(path):
         raise
     finally:
         writer.close()
+    if downstream[1] is not None:
+        where = f" (every line is saved in {writer.path})" if writer.fd is not None or writer.path else ""
+        cli.warn(NAME, f"stdout: {downstream[1].strerror or downstream[1]}: the stream was not "
+                       f"passed on whole{where}")
+        return cli.FAIL
     return cli.OK
 
 
-def replay(arg, no_repair, at=None):
+def replay(arg, no_repair, at=None, skip_bad=False):
     import fcntl
 
     from pantolib import session
 
     path = _session_path(arg)
     session.check_path(path)
-    r = session.scan(path)
+    if skip_bad:
+        r = session.scan(path, skip_bad=True, ids=False)
+        for lineno, _, _, why in r.bad:
+            cli.warn(NAME, f"{path}:{lineno}: {why}; left out")
+        if r.end < r.size:
+            cli.warn(NAME, f"{path}:{r.cut_line}: a torn tail ({r.size - r.end} bytes); left out")
+        start = 0
+        for _, s, e, _ in r.bad:
+            _copy(path, s, start)
+            start = e
+        _copy(path, r.end, start)
+        return cli.OK
+    r = session.scan(path, ids=False)     # constant memory: only where the valid part ends
     if r.end < r.size:
         what = f"{r.size - r.end} bytes from line {r.cut_line}"
         if no_repair:
@@ -105,8 +142,8 @@ def replay(arg, no_repair, at=None):
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)   # an appender may be mid-write
-                r = session.scan(path)
-                cut = session.repair(path, r, fd)
+                r = session.recover(path, fd, ids=False)
+                cut = r.cut
             finally:
                 os.close(fd)
             if cut:
@@ -130,13 +167,13 @@ def _session_path(arg):
     return paths.resolve(arg)
 
 
-def _copy(path, length):
-    """Write the first `length` bytes of the file to stdout."""
+def _copy(path, length, offset=0):
+    """Write bytes offset..length of the file to stdout."""
     out = cli.stdout()
     out.flush()
     fd_out = sys.stdout.fileno()
+    begin = offset
     with open(path, "rb") as f:
-        offset = 0
         try:
             while offset < length:
                 n = os.sendfile(fd_out, f.fileno(), offset, min(length - offset, 1 << 24))
@@ -145,7 +182,7 @@ def _copy(path, length):
                 offset += n
             return
         except OSError as e:
-            if isinstance(e, BrokenPipeError) or offset:
+            if isinstance(e, BrokenPipeError) or offset > begin:
                 raise
         f.seek(offset)
         while offset < length:

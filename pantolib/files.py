@@ -1,0 +1,151 @@
+"""Files that appear whole or not at all, and never over another.
+
+A new session file is written to a hidden temporary file beside it, synced,
+then put in place by a hard link, which fails when the name exists; where a
+filesystem has no hard links, by renameat2(RENAME_NOREPLACE); where even that
+is missing, by an exclusive creation of the final name, written in place
+under its lock. Temporary files an interrupted creation left are removed
+later, once old and unlocked.
+"""
+import errno
+import fcntl
+import os
+
+from pantolib.errors import PantoError
+
+# How a creation that cannot use a hard link fails, by filesystem (vfat,
+# some FUSE and network filesystems): then creation falls back to a rename
+# that refuses to replace, or an exclusive open of the final name.
+NO_LINK = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS,
+           errno.EACCES}
+TMP_PREFIX, TMP_SUFFIX = ".panto-", ".tmp"
+TMP_MAX_AGE = 3600
+
+
+def fsync_dir(directory):
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd, data):
+    """os.write until every byte is written (a short write is finished)."""
+    n = os.write(fd, data)
+    if n < len(data):
+        view = memoryview(data)
+        while n < len(view):
+            n += os.write(fd, view[n:])
+
+
+def failed(path, e, what):
+    """The one-line error of a write that failed, naming the file (ENOSPC, EFBIG, ...)."""
+    reason = e.strerror or str(e)
+    return PantoError(f"'{path}': {what}: {reason}")
+
+
+def remove_stale(directory, now=None):
+    """Remove panto's own temporary files an interrupted creation left here,
+    once older than an hour; a live creator holds a lock on its file."""
+    import time
+
+    now = time.time() if now is None else now
+    try:
+        it = os.scandir(directory)
+    except OSError:
+        return
+    with it:
+        for d in it:
+            name = d.name
+            if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+                continue
+            try:
+                if not d.is_file(follow_symlinks=False) or now - d.stat(follow_symlinks=False).st_mtime < TMP_MAX_AGE:
+                    continue
+                fd = os.open(d.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.unlink(d.path)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+
+
+def _rename_noreplace(src, dst):
+    """renameat2(RENAME_NOREPLACE): True if done, False when the system lacks it.
+    FileExistsError when dst exists."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_NOREPLACE = -100, 1
+    if fn(AT_FDCWD, os.fsencode(src), AT_FDCWD, os.fsencode(dst), RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.EEXIST:
+        raise FileExistsError(err, os.strerror(err), dst)
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), dst)
+
+
+def place(tmp, path, data):
+    """Put the finished temporary file at path without ever replacing a file
+    that appeared meanwhile. True if placed, False if path exists now."""
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as e:
+        if e.errno not in NO_LINK:
+            raise
+    # No hard links on this filesystem.
+    try:
+        if _rename_noreplace(tmp, path):
+            return True
+    except FileExistsError:
+        return False
+    # Last resort: an exclusive creation of the final name, written in place
+    # under its lock (an appender that finds it waits for the lock).
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.fchmod(fd, 0o600)
+        write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+    return True
+
+
+def wait_for_content(path, tries=400):
+    import time
+
+    for _ in range(tries):
+        try:
+            if os.stat(path).st_size:
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.005)
+
+
+def unlink_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -325,3 +325,19 @@ def stream_reply(chunks, acc, after_chunk=None, name="provider"):
         what = "any event" if not acc.events else "the end of the reply"
         raise ProviderError(f"{name}: the stream ended before {what} (the server closed the connection)")
     return acc.result()
+
+
+def event_object(data, name):
+    """The JSON object of one SSE event's data; ProviderError when it is not one."""
+    import orjson
+
+    from pantolib.errors import ProviderError
+
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise ProviderError(f"{name}: malformed stream: an event is not JSON "
+                            f"({data[:60].decode('utf-8', 'replace')!r})") from None
+    if type(obj) is not dict:
+        raise ProviderError(f"{name}: malformed stream: an event is not a JSON object")
+    return obj

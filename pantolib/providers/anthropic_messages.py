@@ -22,7 +22,7 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import normalize, one_line, own_thinking, refused_field
+from pantolib.providers import event_object, normalize, one_line, own_thinking, refused_field
 
 NAME = "anthropic"
 API = "anthropic_messages"
@@ -218,13 +218,7 @@ class Accumulator:
 
     def feed(self, ev):
         self.events += 1
-        try:
-            obj = orjson.loads(ev.data)
-        except orjson.JSONDecodeError:
-            raise ProviderError(f"{NAME}: malformed stream: an event is not JSON "
-                                f"({ev.data[:60].decode('utf-8', 'replace')!r})") from None
-        if type(obj) is not dict:
-            raise ProviderError(f"{NAME}: malformed stream: an event is not a JSON object")
+        obj = event_object(ev.data, NAME)
         t = obj.get("type") or ev.event
         if t in ("content_block_delta", "content_block_start", "content_block_stop"):
             i = obj.get("index")

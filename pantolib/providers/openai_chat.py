@@ -19,7 +19,7 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import normalize, one_line, own_thinking, refused_field, valid_arguments
+from pantolib.providers import event_object, normalize, one_line, own_thinking, refused_field, valid_arguments
 
 NAME = "openai"
 API = "openai_chat"
@@ -163,13 +163,7 @@ class Accumulator:
         if data == b"[DONE]":
             self.done = True
             return
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise ProviderError(f"{NAME}: malformed stream: an event is not JSON "
-                                f"({data[:60].decode('utf-8', 'replace')!r})") from None
-        if type(obj) is not dict:
-            raise ProviderError(f"{NAME}: malformed stream: an event is not a JSON object")
+        obj = event_object(data, NAME)
         err = obj.get("error")
         if err:
             msg = err.get("message") if isinstance(err, dict) else str(err)

@@ -18,11 +18,10 @@ argument deltas are added to their item; `response.completed` and
 """
 import re
 
-import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError, UsageError
-from pantolib.providers import LEVELS, normalize, one_line, own_thinking, refused_field, valid_arguments
+from pantolib.providers import LEVELS, event_object, normalize, one_line, own_thinking, refused_field, valid_arguments
 from pantolib.providers.openai_chat import DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_VAR  # noqa: F401
 
 NAME = "openai"
@@ -224,13 +223,7 @@ class Accumulator:
 
     def feed(self, ev):
         self.events += 1
-        try:
-            obj = orjson.loads(ev.data)
-        except orjson.JSONDecodeError:
-            raise ProviderError(f"{NAME}: malformed stream: an event is not JSON "
-                                f"({ev.data[:60].decode('utf-8', 'replace')!r})") from None
-        if type(obj) is not dict:
-            raise ProviderError(f"{NAME}: malformed stream: an event is not a JSON object")
+        obj = event_object(ev.data, NAME)
         handler = _HANDLERS.get(_str(obj.get("type")) or ev.event)
         if handler is not None:
             handler(self, obj)

@@ -18,7 +18,6 @@ argument deltas are added to their item; `response.completed` and
 """
 import re
 
-
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError, UsageError
 from pantolib.providers import LEVELS, event_object, normalize, one_line, own_thinking, refused_field, valid_arguments

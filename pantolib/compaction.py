@@ -173,6 +173,9 @@ def run(args, send):
             instructions = f.read()
     instructions = instructions.strip() if instructions else None
 
+    if not cli.stdin().peek(1):   # no session at all: nothing to pass on either
+        cli.warn(send.NAME, "nothing to compact: the input is empty")
+        return cli.OK
     session, out_lines, taken, unstamped = send._read_input(args["--system"])
     out = cli.stdout()
     try:

@@ -329,7 +329,8 @@ def test_a_session_too_short_passes_through_unchanged(srv, tmp_path):
     err = p.stderr.decode()
     assert err.startswith("panto-send: nothing to compact") and err.count("\n") == 1
     q = run(["panto-send", "--compact", "--keep", "0"], input=b"", env=env_for(srv))
-    assert q.returncode == 0 and b"nothing to compact" in q.stderr and srv.requests == []
+    assert q.returncode == 0 and q.stdout == b"" and b"nothing to compact" in q.stderr
+    assert srv.requests == []
 
 
 def test_too_short_after_a_compaction_that_kept_a_tool_use(srv, tmp_path):

@@ -139,6 +139,18 @@ def make_entry(summary, first_kept, parent, taken, provider, model, usage):
     return entry
 
 
+def _too_short(session, keep):
+    """Why a session has nothing to compact, for the note."""
+    _, earlier, kept = session.context()
+    prompts = sum(1 for e in kept if is_prompt(e))
+    if not kept:
+        return "the conversation is empty" if earlier is None else "it is all summarized already"
+    if prompts <= keep:
+        held = f"{prompts} prompt" + ("" if prompts == 1 else "s")
+        return f"the conversation has {held} and --keep {keep} keeps them all"
+    return f"nothing before the last {keep} prompts can be summarized without parting a tool call from its result"
+
+
 def keep_count(text):
     from pantolib.errors import UsageError
 
@@ -191,9 +203,8 @@ def run(args, send):
 
     asked = request_messages(session, keep, instructions)
     if asked is None:
-        prompts = sum(1 for e in session.context()[2] if is_prompt(e))
-        cli.warn(send.NAME, f"nothing to compact: nothing comes before the last {keep} prompts "
-                            f"(the conversation has {prompts}); the stream is passed through unchanged")
+        cli.warn(send.NAME, f"nothing to compact: {_too_short(session, keep)}; "
+                            "the stream is passed through unchanged")
         return cli.OK
     messages, first_kept = asked
     if not options.api_key and options.base_url == providers.api_module(options.api).DEFAULT_BASE_URL:

@@ -172,7 +172,7 @@ def run(args, send):
     import os
     import sys
 
-    from pantolib import cli, entries, providers, stream
+    from pantolib import cli, entries, providers, secrets, stream
     from pantolib.errors import ProviderError, UsageError
 
     keep = DEFAULT_KEEP if args["--keep"] is None else keep_count(args["--keep"])
@@ -195,6 +195,7 @@ def run(args, send):
     except Exception:
         out.writelines(out_lines)
         raise
+    options.session_id = (session.header or {}).get("id")
     for i, entry in unstamped:  # as in a turn: hand-written user entries go to this model
         out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model))
     out.writelines(out_lines)
@@ -209,14 +210,14 @@ def run(args, send):
     messages, first_kept = asked
     if not options.api_key and options.base_url == providers.api_module(options.api).DEFAULT_BASE_URL:
         raise ProviderError(f"{key_var} is not set (export it, or set a base URL for a server without keys)")
-    secrets = [options.api_key] if options.api_key else []
+    keys = secrets.ordered([*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)])
     live = None
     if not args["--quiet"] and (args["--live"] or sys.stderr.isatty()):
         from pantolib.render import Live
 
-        live = Live(sys.stderr, secrets, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
+        live = Live(sys.stderr, keys, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
     try:
-        content, stop, usage = send._exchange(provider, options, messages, opts, live, secrets, key_var)
+        content, stop, usage = send._exchange(provider, options, messages, opts, live, keys, key_var)
     finally:
         if live is not None:
             live.end()
@@ -231,5 +232,5 @@ def run(args, send):
         cli.warn(send.NAME, "the summary was cut off at the token limit (raise --max-tokens); "
                             "it is written as it came")
     entry = make_entry(summary, first_kept, session.leaf, taken, provider, options.model, usage)
-    out.write(send._redacted(stream.dumps(entry), secrets))
+    out.write(secrets.redact_bytes(stream.dumps(entry), keys))
     return cli.OK

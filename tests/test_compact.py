@@ -8,7 +8,7 @@ import orjson
 
 import sse_server as S
 from conftest import assert_clean_error, run
-from test_send import env_for, srv  # noqa: F401
+from test_send import KEY, env_for, srv  # noqa: F401
 from test_send_roundtrip import VALID
 
 from pantolib import compaction
@@ -390,6 +390,16 @@ def test_live_summary_and_usage_errors(srv, tmp_path):
         q = run(["panto-send", *args], input=read(path), env=env_for(srv))
         assert_clean_error(q, 2, "panto-send")
     assert len(srv.requests) == 1
+
+
+def test_a_key_in_the_summary_is_redacted(srv, tmp_path):
+    book = twenty()
+    path = str(book.write(tmp_path / "s.jsonl"))
+    srv.push(summary_reply("openai", f"Goal: use the key {KEY} for the tests."))
+    p = sh(srv, f"panto-log replay {path} | panto-send --compact --live | panto-log append {path}")
+    for blob in (p.stdout, p.stderr, read(path)):
+        assert KEY.encode() not in blob
+    assert lines(read(path))[-1]["summary"] == "Goal: use the key [redacted] for the tests."
 
 
 # --- the conversation, in the library ---------------------------------------------------

@@ -7,7 +7,7 @@ import subprocess
 import orjson
 
 import sse_server as S
-from conftest import assert_clean_error, run
+from conftest import SEED_TOML, assert_clean_error, run
 from test_send import KEY, env_for, srv  # noqa: F401
 from test_send_roundtrip import VALID
 
@@ -390,6 +390,26 @@ def test_live_summary_and_usage_errors(srv, tmp_path):
         q = run(["panto-send", *args], input=read(path), env=env_for(srv))
         assert_clean_error(q, 2, "panto-send")
     assert len(srv.requests) == 1
+
+
+def test_the_compaction_request_is_priced_like_a_turn(srv, tmp_path):
+    book = twenty()
+    path = str(book.write(tmp_path / "s.jsonl"))
+    prices = tmp_path / "models.toml"
+    prices.write_text(SEED_TOML)
+
+    def cost():
+        p = run(["panto-cost", "--json", f"--prices={prices}", path], env=env_for(srv))
+        assert p.returncode == 0, p.stderr
+        return orjson.loads(p.stdout)["total"]
+
+    before = cost()
+    srv.push(summary_reply("openai"))
+    sh(srv, f"panto-log replay {path} | panto-send --compact | panto-log append {path} >/dev/null")
+    after = cost()
+    assert after["turns"] == before["turns"] + 1 and after["compactions"] == 1
+    # gpt-4o: 1000 input at $2.5, 300 output at $10, 4000 cache reads at $1.25 per Mtok
+    assert after["picoUsd"] - before["picoUsd"] == 1000 * 2_500_000 + 300 * 10_000_000 + 4000 * 1_250_000
 
 
 def test_a_key_in_the_summary_is_redacted(srv, tmp_path):

@@ -256,10 +256,14 @@ def test_keep_zero_summarizes_everything(srv, tmp_path):
     book = twenty()
     path = str(book.write(tmp_path / "s.jsonl"))
     srv.push(summary_reply("openai"), text_reply("openai"))
-    sh(srv, f"panto-log replay {path} | panto-send --compact --keep 0 | panto-log append {path} >/dev/null")
+    (tmp_path / "how.txt").write_text("Name every file.\n")
+    sh(srv, f"panto-log replay {path} | panto-send --compact --keep 0 -f {tmp_path}/how.txt "
+            f"| panto-log append {path} >/dev/null")
     entry = lines(read(path))[-1]
     assert entry["firstKeptId"] is None
-    assert "file-20.txt" in srv.requests[0].body["messages"][1]["content"]
+    ask = srv.requests[0].body["messages"][1]["content"]
+    assert "[assistant]\nreply 20\n</conversation>" in ask
+    assert ask.endswith(compaction.INSTRUCTIONS + "Name every file.")
     sh(srv, f"panto-log replay {path} | panto-send 'prompt 21' | panto-log append {path} >/dev/null")
     assert srv.requests[1].body["messages"] == [
         {"role": "system", "content": SYSTEM}, {"role": "user", "content": compaction.PREFIX + SUMMARY},

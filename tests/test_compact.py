@@ -356,17 +356,29 @@ def test_too_short_after_a_compaction_that_kept_a_tool_use(srv, tmp_path):
 def test_replay_of_an_entry_before_the_compaction_is_uncompacted(srv, tmp_path):
     book = twenty()
     path = str(book.write(tmp_path / "s.jsonl"))
-    srv.push(summary_reply("openai"), text_reply("openai"))
+    srv.push(summary_reply("openai"), text_reply("openai"), text_reply("openai"))
     sh(srv, f"panto-log replay {path} | panto-send --compact | panto-log append {path} >/dev/null")
-    compacted = lines(read(path))
-    assert compacted[-1]["type"] == "compaction"
-    # the path to reply 20 (the compaction's parent), cut from the file by hand
-    upto = b"".join(orjson.dumps(e) + b"\n" for e in compacted[:-1])
-    p = run(["panto-send", "prompt 21"], input=upto, env=env_for(srv))
-    assert p.returncode == 0, p.stderr
+    compacted = read(path)
+    comp = lines(compacted)[-1]
+    assert comp["type"] == "compaction"
+
+    # a branch from reply 20, the compaction's parent: the full history goes out
+    sh(srv, f"panto-log replay --at {comp['parentId']} {path} | panto-send 'prompt 21' "
+            f"| panto-log append {path} >/dev/null")
     msgs = srv.requests[1].body["messages"]
     assert len(msgs) == 1 + 20 * 2 + 4 * 2 + 1 and SUMMARY not in orjson.dumps(msgs).decode()
     assert msgs[1] == {"role": "user", "content": "prompt 1"}
+    assert msgs[-1] == {"role": "user", "content": "prompt 21"}
+
+    # continuing from the compaction entry itself is compacted again
+    sh(srv, f"panto-log replay --at {comp['id']} {path} | panto-send 'prompt 22' "
+            f"| panto-log append {path} >/dev/null")
+    msgs = srv.requests[2].body["messages"]
+    assert msgs[1] == {"role": "user", "content": compaction.PREFIX + SUMMARY}
+    assert msgs[2] == {"role": "user", "content": "prompt 19"} and len(msgs) == 2 + 6 + 1
+
+    final = read(path)
+    assert final.startswith(compacted) and len(lines(final)) == len(lines(compacted)) + 4
 
 
 def test_failed_summary_request_writes_no_entry(srv, tmp_path):

@@ -170,6 +170,8 @@ def test_compaction_request_entry_and_next_request(srv, tmp_path):
     assert (entry["provider"], entry["model"]) == ("openai", "gpt-4o")
     assert entry["usage"] == {"input": 1000, "output": 300, "cacheRead": 4000}
     assert "keep the API names" not in after.decode()   # sent, never written as a user entry
+    shown = sh(srv, f"panto-log show --all {path}").stdout.decode()
+    assert "prompt 1\n" in shown and "file-5.txt" in shown and SUMMARY in shown
 
     # the next turn: system, the summary as one user message, then prompt 19 on
     srv.push(text_reply("openai"))

@@ -170,10 +170,9 @@ def run(args, send):
     input reading and request loop serve here, so the summary request is
     configured exactly like a turn (without tools)."""
     import os
-    import sys
 
     from pantolib import cli, entries, providers, secrets, stream
-    from pantolib.errors import ProviderError, UsageError
+    from pantolib.errors import UsageError
 
     keep = DEFAULT_KEEP if args["--keep"] is None else keep_count(args["--keep"])
     instructions = args["INSTRUCTIONS"]
@@ -198,39 +197,59 @@ def run(args, send):
     options.session_id = (session.header or {}).get("id")
     for i, entry in unstamped:  # as in a turn: hand-written user entries go to this model
         out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model))
-    out.writelines(out_lines)
-    out.flush()
-    del out_lines
+    keys = secrets.ordered([*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)])
+    try:
+        send._write_input(out, out_lines)
+        del out_lines
+        entry = _summarize(args, send, session, keep, instructions, provider, options, key_var, opts,
+                           keys, taken)
+    except KeyboardInterrupt:
+        cli.warn(send.NAME, "interrupted: no summary written (the stream is passed through)")
+        return send.EXIT_INTERRUPTED
+    except send.ContextFull:
+        from pantolib.errors import ProviderError
+
+        raise ProviderError(f"no summary written: what is to be summarized is too long for the context "
+                            f"window of {options.model} (keep more prompts: --keep)") from None
+    if entry is not None:
+        out.write(secrets.redact_bytes(stream.dumps(entry), keys))
+    return cli.OK
+
+
+def _summarize(args, send, session, keep, instructions, provider, options, key_var, opts, keys, taken):
+    """Ask for the summary and return the compaction entry, or None (with a
+    note) when there is nothing to compact."""
+    import os
+    import signal
+    import sys
+
+    from pantolib import cli, providers
+    from pantolib.errors import ProviderError
 
     asked = request_messages(session, keep, instructions)
     if asked is None:
         cli.warn(send.NAME, f"nothing to compact: {_too_short(session, keep)}; "
                             "the stream is passed through unchanged")
-        return cli.OK
+        return None
     messages, first_kept = asked
-    if not options.api_key and options.base_url == providers.api_module(options.api).DEFAULT_BASE_URL:
-        raise ProviderError(f"{key_var} is not set (export it, or set a base URL for a server without keys)")
-    keys = secrets.ordered([*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)])
+    send._need_key(options, key_var)
     live = None
     if not args["--quiet"] and (args["--live"] or sys.stderr.isatty()):
         from pantolib.render import Live
 
         live = Live(sys.stderr, keys, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
     try:
-        content, stop, usage = send._exchange(provider, options, messages, opts, live, keys, key_var)
+        content, stop, usage = send._exchange(provider, options, messages, opts, live, keys, key_var, {})
     finally:
         if live is not None:
             live.end()
-    if stop == "aborted":   # interrupted: a partial summary is not written
-        raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the summary is complete: nothing may cut its line
     summary = providers.text_of(content).strip()
     if stop in ("error", "contextFull") or not summary:
-        why = {"error": "the model refused", "contextFull": "the part to summarize fills the context "
+        why = {"error": "the model refused", "contextFull": "what is to be summarized fills the context "
                f"window of {options.model} (keep more prompts: --keep)"}.get(stop, "the reply held no text")
         raise ProviderError(f"no summary written: {why}")
     if stop == "length":
         cli.warn(send.NAME, "the summary was cut off at the token limit (raise --max-tokens); "
                             "it is written as it came")
-    entry = make_entry(summary, first_kept, session.leaf, taken, provider, options.model, usage)
-    out.write(secrets.redact_bytes(stream.dumps(entry), keys))
-    return cli.OK
+    return make_entry(summary, first_kept, session.leaf, taken, provider, options.model, usage)

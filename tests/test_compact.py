@@ -2,9 +2,12 @@
 `panto-log replay` and `panto-log append`, against the scripted server, and
 the request after it. The session files are real files; the file only grows."""
 import os
+import shutil
+import signal
 import subprocess
 
 import orjson
+import pytest
 
 import sse_server as S
 from conftest import SEED_TOML, assert_clean_error, run
@@ -395,6 +398,56 @@ def test_failed_summary_request_writes_no_entry(srv, tmp_path):
     srv.push(summary_reply("openai", "   "))
     p = sh(srv, f"panto-log replay {path} | panto-send --compact | panto-log append {path}", status=1)
     assert read(path) == before and b"no summary written" in p.stderr
+
+
+@pytest.mark.parametrize("provider, reply, why", [
+    ("openai", S.error_reply(400, "This model's maximum context length is 128000 tokens. However, your "
+                                  "messages resulted in 131000 tokens."), "too long for the context window"),
+    ("anthropic", S.anthropic_text("Goal: fix", {"input_tokens": 9000, "output_tokens": 1}, {"output_tokens": 3},
+                                   stop="model_context_window_exceeded"), "fills the context window"),
+    ("anthropic", S.anthropic_text("", {"input_tokens": 9000, "output_tokens": 1}, {"output_tokens": 1},
+                                   stop="refusal"), "the model refused"),
+])
+def test_a_summary_that_cannot_be_had_writes_nothing(srv, tmp_path, provider, reply, why):
+    book = twenty(provider)
+    path = str(book.write(tmp_path / "s.jsonl"))
+    before = read(path)
+    srv.push(reply)
+    p = sh(srv, f"panto-log replay {path} | panto-send --compact | panto-log append {path}", provider, status=1)
+    assert read(path) == before and p.stdout == before
+    err = p.stderr.decode()
+    assert err.startswith("panto-send: no summary written: ") and why in err and err.count("\n") == 1
+
+
+def test_a_summary_cut_at_the_token_limit_is_written_with_a_note(srv, tmp_path):
+    book = twenty()
+    path = str(book.write(tmp_path / "s.jsonl"))
+    srv.push(S.openai_text("Goal: make the tests", finish="length", usage={"prompt_tokens": 9, "completion_tokens": 4}))
+    p = sh(srv, f"panto-log replay {path} | panto-send --compact --max-tokens 4 | panto-log append {path}")
+    assert lines(read(path))[-1]["summary"] == "Goal: make the tests"
+    assert b"cut off at the token limit" in p.stderr
+
+
+def test_ctrl_c_while_the_summary_streams_writes_no_entry(srv, tmp_path):
+    book = twenty()
+    data = read(book.write(tmp_path / "s.jsonl"))
+    chunks = [S.oa_chunk({"role": "assistant", "content": ""}), S.oa_chunk({"content": "Goal: half of it"})]
+    srv.push(S.openai_stream(chunks, done=False, stall_after=2, stall=30))
+    proc = subprocess.Popen([shutil.which("panto-send"), "--compact", "--live"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(srv))
+    proc.stdin.write(data)
+    proc.stdin.close()
+    err = b""
+    while b"half of it" not in err:
+        piece = os.read(proc.stderr.fileno(), 65536)
+        assert piece, b"panto-send ended early: " + err
+        err += piece
+    proc.send_signal(signal.SIGINT)
+    out = proc.stdout.read()
+    err += proc.stderr.read()
+    assert proc.wait(timeout=10) == 130, err
+    assert out == data and b"Traceback" not in err
+    assert err.rstrip().split(b"\n")[-1] == b"panto-send: interrupted: no summary written (the stream is passed through)"
 
 
 def test_live_summary_and_usage_errors(srv, tmp_path):

@@ -431,14 +431,14 @@ def test_a_summary_cut_at_the_token_limit_is_written_with_a_note(srv, tmp_path):
 def test_ctrl_c_while_the_summary_streams_writes_no_entry(srv, tmp_path):
     book = twenty()
     data = read(book.write(tmp_path / "s.jsonl"))
-    chunks = [S.oa_chunk({"role": "assistant", "content": ""}), S.oa_chunk({"content": "Goal: half of it"})]
+    chunks = [S.oa_chunk({"role": "assistant", "content": ""}), S.oa_chunk({"content": "Goal: the first half."})]
     srv.push(S.openai_stream(chunks, done=False, stall_after=2, stall=30))
     proc = subprocess.Popen([shutil.which("panto-send"), "--compact", "--live"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(srv))
     proc.stdin.write(data)
     proc.stdin.close()
     err = b""
-    while b"half of it" not in err:
+    while b"the first half." not in err:   # no key starts with ".": the display holds none of it back
         piece = os.read(proc.stderr.fileno(), 65536)
         assert piece, b"panto-send ended early: " + err
         err += piece

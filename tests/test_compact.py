@@ -9,6 +9,7 @@ import subprocess
 import orjson
 import pytest
 
+import responses_server as R
 import sse_server as S
 from conftest import SEED_TOML, assert_clean_error, run
 from test_send import KEY, env_for, srv  # noqa: F401
@@ -21,7 +22,7 @@ SYSTEM = "You are a test agent."
 HEADER = {"type": "session", "version": 1, "id": "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee",
           "timestamp": "2026-11-30T09:00:00.000Z", "cwd": "/work/proj"}
 MODELS = {"openai": "gpt-4o", "anthropic": "claude-sonnet-4-20250514"}
-STYLES = {"openai": "openai_chat", "anthropic": "anthropic_messages"}
+STYLES = {"openai": "openai_chat", "anthropic": "anthropic_messages", "responses": "openai_responses"}
 SUMMARY = "Goal: make the tests pass.\nFiles: app.py edited (the parser).\nNext steps: run the tests."
 
 
@@ -231,6 +232,35 @@ def test_next_request_on_anthropic(srv, tmp_path):
         {"role": "assistant", "content": [{"type": "text", "text": "reply 20"}]},
         {"role": "user", "content": [{"type": "text", "text": "prompt 21"}]},
     ]
+
+
+def test_summary_and_next_request_on_the_responses_api(srv, tmp_path):
+    book = twenty()
+    path = str(book.write(tmp_path / "s.jsonl"))
+    srv.push(R.text(SUMMARY, R.usage(5000, 300, cached=4000)), R.text("Done.", R.usage(900, 5)))
+    cmd = f"panto-log replay {path} | panto-send %s | panto-log append {path} >/dev/null"
+    sh(srv, cmd % "--compact --tools", "responses")
+    first = srv.requests[0]
+    assert first.path.endswith("/responses") and "tools" not in first.body
+    assert first.body["instructions"] == SYSTEM
+    (ask,) = first.body["input"]
+    assert ask["role"] == "user" and ask["content"][0]["text"].endswith(compaction.SUMMARY_PROMPT)
+    entry = lines(read(path))[-1]
+    assert entry["summary"] == SUMMARY and entry["usage"] == {"input": 1000, "output": 300, "cacheRead": 4000}
+
+    sh(srv, cmd % "'prompt 21'", "responses")
+    body = srv.requests[1].body
+    assert body["instructions"] == SYSTEM
+
+    def said(t):
+        return {"role": "user", "content": [{"type": "input_text", "text": t}]}
+
+    assert body["input"] == [
+        said(compaction.PREFIX + SUMMARY), said("prompt 19"), {"role": "assistant", "content": "reply 19"},
+        said("prompt 20"), {"role": "assistant", "content": "Let me look."},
+        {"type": "function_call", "call_id": "call_20", "name": "bash", "arguments": '{"command":"ls dir20"}'},
+        {"type": "function_call_output", "call_id": "call_20", "output": "file-20.txt"},
+        {"role": "assistant", "content": "reply 20"}, said("prompt 21")]
 
 
 def test_keep_and_a_second_compaction(srv, tmp_path):

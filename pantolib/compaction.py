@@ -8,9 +8,9 @@ falls before the N-th last prompt (a user entry with text: results alone are
 not a prompt), and moves earlier rather than part a tool use from its result.
 
 The part to summarize goes to the model as one transcript in one user
-message, followed by SUMMARY_PROMPT: both APIs refuse tool-use blocks in a
-request that offers no tools, and a model shown a transcript summarizes it
-instead of carrying on with the work.
+message, followed by SUMMARY_PROMPT: Anthropic's API refuses tool-use blocks
+in a request that offers no tools, and a model shown a transcript summarizes
+it instead of carrying on with the work.
 """
 SUMMARY_PROMPT = (
     "The messages in <conversation> above are about to be replaced by your summary of them: "

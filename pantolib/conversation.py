@@ -102,17 +102,26 @@ class Session:
     def message_entries(self):
         return [e for e in self.path() if e.get("type") == "message"]
 
+    def context(self):
+        """What the next request is built from: (the system message entries on
+        the path, the last compaction entry on it or None, the other message
+        entries that count: after a compaction, those from its firstKeptId
+        on, SPEC 3; without one, all of them)."""
+        return _context(self.path())
+
     def messages(self):
-        """The conversation: {role, content} per message entry on the path;
-        assistant messages also carry the provider and model that wrote them."""
-        out = []
-        for e in self.message_entries():
-            m = e["message"]
-            msg = {"role": m["role"], "content": m["content"]}
-            if m["role"] == "assistant":
-                msg["provider"], msg["model"] = m.get("provider"), m.get("model")
-            out.append(msg)
-        return out
+        """The conversation: {role, content} per message entry on the path, or,
+        after a compaction, the system messages, the summary as one user
+        message and the messages kept (SPEC 3); assistant messages also carry
+        the provider and model that wrote them."""
+        from pantolib import compaction
+
+        path = self.path()
+        systems, summary, kept = _context(path)
+        if summary is None:
+            return [_message(e) for e in path if e.get("type") == "message"]
+        return [_message(e) for e in systems] + [compaction.summary_message(summary)] \
+            + [_message(e) for e in kept]
 
     def active_model(self):
         """(provider, model) of the last stamped user entry on the path, or None."""
@@ -146,3 +155,30 @@ class _Parents:
 
     def __getitem__(self, entry_id):
         return self.by_id[entry_id].get("parentId")
+
+
+def _message(entry):
+    m = entry["message"]
+    msg = {"role": m["role"], "content": m["content"]}
+    if m["role"] == "assistant":
+        msg["provider"], msg["model"] = m.get("provider"), m.get("model")
+    return msg
+
+
+def _context(path):
+    from pantolib import compaction
+
+    at = None
+    for i, e in enumerate(path):
+        if compaction.is_compaction(e):
+            at = i
+    start = 0 if at is None else compaction.kept_from(path, at)
+    systems, kept = [], []
+    for i, e in enumerate(path):
+        if e.get("type") != "message":
+            continue
+        if e["message"]["role"] == "system":
+            systems.append(e)
+        elif i >= start:
+            kept.append(e)
+    return systems, (None if at is None else path[at]), kept

@@ -3,6 +3,7 @@
 Usage:
   panto-send [options] [PROMPT]
   panto-send --models [options]
+  panto-send --compact [--keep N] [options] [INSTRUCTIONS]
   panto-send -h | --help
   panto-send --version
 
@@ -26,6 +27,9 @@ Options:
   --models              List the models the server offers, one per line.
   --quiet               Do not show the reply on stderr.
   --live                Show the reply on stderr even when it is not a terminal.
+  --compact             Write a summary of the conversation before the last prompts
+                        (a compaction entry) instead of a reply; INSTRUCTIONS are sent with it.
+  --keep N              Prompts --compact keeps unsummarized [default: 2].
   --timeout SECONDS     Fail when the server sends nothing for this long [default: 120].
   --retries N           Retries after a 429 or 5xx response, 0 for none [default: 3].
   -h, --help            Show this help.
@@ -56,6 +60,10 @@ class ContextFull(Exception):
 @cli.command(NAME)
 def main(argv=None):
     args = cli.parse(__doc__, argv)
+    if args["--compact"]:
+        from pantolib import compaction
+
+        return compaction.run(args, sys.modules[__name__])
     opts = _check(args)
     if args["--models"]:
         return _models(opts)

@@ -85,7 +85,7 @@ def test_new_session_from_empty_input(srv):
     assert u["parentId"] == system["id"] and a["parentId"] == u["id"]
     assert all(HEX8.match(e["id"]) for e in (system, u, a))
     assert list(u) == ["type", "id", "parentId", "timestamp", "provider", "model", "message"]
-    assert (u["provider"], u["model"]) == ("openai", "gpt-5.6-terra")  # the current default
+    assert (u["provider"], u["model"]) == ("openai", "gpt-6.2-sol")  # the current default
     assert u["message"] == {"role": "user", "content": [{"type": "text", "text": "hi"}]}
     assert list(a["message"]) == ["role", "content", "provider", "model", "stopReason", "usage"]
     assert a["message"]["content"] == [{"type": "text", "text": "Hello there!"}]

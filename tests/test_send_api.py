@@ -45,7 +45,7 @@ def stderr_lines(p):
 
 def test_defaults_are_current_models():
     assert an.DEFAULT_MODEL == "claude-sonnet-5-5"
-    assert oa.DEFAULT_MODEL == "gpt-5.6-terra"
+    assert oa.DEFAULT_MODEL == "gpt-6.2-sol"
 
 
 def test_default_model_is_named_in_the_man_page():

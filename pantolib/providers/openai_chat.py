@@ -24,7 +24,7 @@ from pantolib.providers import event_object, normalize, one_line, own_thinking, 
 NAME = "openai"
 API = "openai_chat"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_MODEL = "gpt-5.6-terra"
+DEFAULT_MODEL = "gpt-6.2-sol"
 KEY_VAR = "OPENAI_API_KEY"
 # Optional request fields negotiate() can do without (max_completion_tokens: as max_tokens)
 _FIELDS = ("stream_options", "include_usage", "reasoning_effort", "prompt_cache_key",

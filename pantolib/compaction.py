@@ -169,9 +169,7 @@ def run(args, send):
     to compact. `send` is the panto-send command module: its option checks,
     input reading and request loop serve here, so the summary request is
     configured exactly like a turn (without tools)."""
-    import os
-
-    from pantolib import cli, entries, providers, secrets, stream
+    from pantolib import cli, secrets, stream
     from pantolib.errors import UsageError
 
     keep = DEFAULT_KEEP if args["--keep"] is None else keep_count(args["--keep"])
@@ -189,15 +187,7 @@ def run(args, send):
         return cli.OK
     session, out_lines, taken, unstamped = send._read_input(args["--system"])
     out = cli.stdout()
-    try:
-        provider, options, key_var = providers.configure(opts, session.active_model(), os.environ)
-    except Exception:
-        out.writelines(out_lines)
-        raise
-    options.session_id = (session.header or {}).get("id")
-    for i, entry in unstamped:  # as in a turn: hand-written user entries go to this model
-        out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model))
-    keys = secrets.ordered([*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)])
+    provider, options, key_var, keys = send._configure(opts, session, out, out_lines, unstamped)
     try:
         send._write_input(out, out_lines)
         del out_lines

@@ -76,15 +76,7 @@ def main(argv=None):
 
     session, out_lines, taken, unstamped = _read_input(args["--system"])
     out = cli.stdout()
-    try:
-        provider, options, key_var = providers.configure(opts, session.active_model(), os.environ)
-    except Exception:
-        out.writelines(out_lines)
-        raise
-    options.session_id = (session.header or {}).get("id")
-    for i, entry in unstamped:  # user entries written by hand go to this model now
-        out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model))
-    keys = secrets.ordered([*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)])
+    provider, options, key_var, keys = _configure(opts, session, out, out_lines, unstamped)
     user = None
     if prompt is not None:
         content = providers.not_run(session.unanswered_tool_uses()) + [entries.text(prompt)]
@@ -104,6 +96,24 @@ def main(argv=None):
         cli.warn(NAME, f"the prompt is too long for the context window of {options.model} "
                        "(compact the session: panto-send --compact)")
         return EXIT_CONTEXT_FULL
+
+
+def _configure(opts, session, out, out_lines, unstamped):
+    """Provider, Options, key variable and the secrets to hide, for a stream
+    read by _read_input; user entries written by hand get this model's stamp.
+    When the configuration is wrong the input still goes downstream first."""
+    from pantolib import entries, providers, secrets, stream
+
+    try:
+        provider, options, key_var = providers.configure(opts, session.active_model(), os.environ)
+    except Exception:
+        out.writelines(out_lines)
+        raise
+    options.session_id = (session.header or {}).get("id")
+    for i, entry in unstamped:
+        out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model))
+    keys = secrets.ordered([*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)])
+    return provider, options, key_var, keys
 
 
 def _write_input(out, lines):

@@ -55,7 +55,6 @@ INFO = ("checked", "source")    # where and when the figures were read: kept for
 MAX_USD_PER_MTOK = 10**9        # $1,000 a token: anything larger is a typo
 MAX_FILE = 16 << 20
 MAX_DEPTH = 16                  # dotted parts in one model id
-MARKS = (b'"assistant"', b'"compaction"')  # in every priced entry (see `Scan`)
 CHUNK = 4 << 20
 FAST_FROM = 64 << 10            # from this much text on, the scanner searches with memmem (ctypes)
 FIELDS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h",
@@ -687,22 +686,20 @@ def priced(obj):
     if not _STREAM:
         from pantolib import stream  # orjson comes with it: imported only by what reads streams
 
-        _STREAM.extend((stream.classify, stream.HEADER))
-    classify, header = _STREAM
+        _STREAM.extend((stream.classify, stream.HEADER, stream.is_assistant, stream.is_compaction))
+    classify, header, is_assistant, is_compaction = _STREAM
     if classify(obj) == header:
         return False
-    t = obj["type"]
-    if t == "message":
-        return obj["message"]["role"] == "assistant"
-    return t == "compaction"
+    return is_assistant(obj) or is_compaction(obj)
 
 
 class Scan:
     """The priced entries of one stream, read without parsing the other lines.
 
     A line is parsed only when it contains the bytes `"assistant"` or
-    `"compaction"`: the role value of every assistant message and the type of
-    every compaction entry, whatever the key spacing, as long as they are not
+    `"compaction"` (`stream.ASSISTANT_MARK`, `stream.COMPACTION_MARK`): the
+    role value of every assistant message and the type of every compaction
+    entry, whatever the key spacing, as long as they are not
     written with \\u escapes. Inside JSON strings quotes are escaped, so
     message text rarely matches; a match is judged by the stream's rules
     (`priced`), and one that is not a turn is dropped. Other lines are not
@@ -776,11 +773,13 @@ class Scan:
     def _scan(self, buf, end):
         import orjson
 
+        from pantolib.stream import ASSISTANT_MARK, COMPACTION_MARK
+
         loads, find = orjson.loads, buf.find
         mark = find
         if self._fast and end >= FAST_FROM and _memmem() is not None:
             mark = _searcher(_memmem(), buf, end)
-        a_mark, c_mark = MARKS
+        a_mark, c_mark = ASSISTANT_MARK, COMPACTION_MARK
         pos = 0
         if self._first:
             pos = self._first_line(buf, end)

@@ -7,8 +7,9 @@ Lines are kept as the bytes that arrived, so a filter can echo them exactly.
 This module is the one definition of the format's rules; every reader calls
 it: `loads` (a complete JSON object or None), `torn` (what a crash can leave),
 `classify` / `problem` (the kind of a line or what is wrong with it),
-`is_header`, `header_of` (a first line read cheaply), `is_assistant`, and for
-the fast byte scanners `ASSISTANT_MARK` / `may_be_assistant`.
+`is_header`, `header_of` (a first line read cheaply), `is_assistant`,
+`is_compaction`, and for the fast byte scanners `ASSISTANT_MARK` /
+`may_be_assistant` and `COMPACTION_MARK`.
 """
 import orjson
 
@@ -53,6 +54,8 @@ def dumps(obj):
 # quotes inside strings, so only a key or value can end in `"`). A scanner
 # may skip a line without them; one that has them must still be parsed.
 ASSISTANT_MARK = b'"assistant"'
+# Likewise the type value of every compaction entry.
+COMPACTION_MARK = b'"compaction"'
 
 
 def may_be_assistant(raw):
@@ -108,6 +111,11 @@ def is_assistant(obj):
         return False
     m = obj.get("message")
     return type(m) is dict and m.get("role") == "assistant"
+
+
+def is_compaction(obj):
+    """A compaction entry (a parsed line)."""
+    return type(obj) is dict and obj.get("type") == "compaction"
 
 
 def _str(obj, key, what):

@@ -46,10 +46,6 @@ class Live:
         self._emit(message + "\n")
         self.flush()
 
-    def tool_uses(self, content):
-        """Tool calls are shown by panto-tool (its --live display and its
-        question), once: nothing here."""
-
     def flush(self):
         if self.buf:
             self.err.flush()

@@ -33,10 +33,11 @@ def read_session(data):
 
 class Cmd:
     """One command of a pipeline: argv, and where its stderr goes (None: the
-    terminal; "pty": a pseudo-terminal the REPL reads)."""
+    terminal; "pty": a pseudo-terminal the REPL reads), and its environment
+    (None: this process's)."""
 
-    def __init__(self, argv, stderr=None, role=None):
-        self.argv, self.stderr, self.role = argv, stderr, role
+    def __init__(self, argv, stderr=None, role=None, env=None):
+        self.argv, self.stderr, self.role, self.env = argv, stderr, role, env
 
 
 class Pipeline:
@@ -80,7 +81,7 @@ class Pipeline:
                 err = slave
             old = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
             try:
-                p = subprocess.Popen(cmd.argv, stdin=prev, stdout=out, stderr=err)
+                p = subprocess.Popen(cmd.argv, stdin=prev, stdout=out, stderr=err, env=cmd.env)
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
                 if slave is not None:

@@ -146,8 +146,10 @@ class Repl(Commands):
         return Cmd(command_argv("panto-log", "append", *([self.path] if self.path else []), sigint=False))
 
     def _tool(self):
+        # it draws on a pty, copied to our stderr: colour only if that may have it
+        env = None if terminal.styled(self.err, self.env) else dict(self.env, NO_COLOR="1")
         return Cmd(command_argv("panto-tool", "--live", *(["--yes"] if self.yes else [])),
-                   stderr="pty", role="tool")
+                   stderr="pty", role="tool", env=env)
 
     def step(self, commands, label="waiting "):
         """Run one pipeline, drawing what panto-send and panto-tool show;

@@ -377,3 +377,16 @@ def test_piped_prompts_make_a_transcript(isolated, srv, env):
     assert p.returncode == 0, p.stderr
     assert b"> a piped question\n" in p.stdout
     assert len(session_files(isolated)) == 1
+
+
+def test_piped_panto_shows_tool_calls_without_escape_sequences(isolated, srv, env):
+    # panto-tool draws on a pty the REPL reads: what it draws must follow where
+    # the REPL copies it (a file here), not the pty
+    env = {k: v for k, v in env.items() if k != "NO_COLOR"}
+    srv.push(openai_tools([("call_1", "bash", '{"command": "ls"}')], usage=usage(5, 1)),
+             openai_text("done", usage=usage(6, 1)))
+    p = run(["panto"], input=b"list the files\n", env=env)
+    assert p.returncode == 0, p.stderr
+    shown = p.stdout + p.stderr
+    assert b"bash" in shown and b"ls" in shown
+    assert b"\x1b" not in shown, shown

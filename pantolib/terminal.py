@@ -107,7 +107,8 @@ def size(fd):
         cols, rows = os.get_terminal_size(fd)
     except OSError:
         return 80, 24
-    return max(cols, 10), max(rows, 3)
+    # 0 means the size was never set (a bare pty, some serial consoles): unknown, not tiny
+    return (max(cols, 10) if cols else 80), (max(rows, 3) if rows else 24)
 
 
 class Edit(Exception):

@@ -3,9 +3,13 @@ bounded retries, provider error messages (on one line) and API keys kept out
 of them (pantolib.secrets decides what a key is); and the GET of a model list.
 
 Import it only after the command line is parsed (httpx costs ~100 ms).
+panto-send imports it in a thread while it reads its input (see cmd/send.py).
 """
-import email.utils
+import os
 import random
+import ssl
+import sys
+import threading
 import time
 
 import httpx
@@ -22,6 +26,64 @@ BACKOFF_CAP = 8.0
 CONNECT_CAP = 15.0          # seconds to connect, at most
 MAX_ERROR_BODY = 64 * 1024
 MAX_MODELS_BODY = 16 * 1024 * 1024
+
+
+class _TLSContext(ssl.SSLContext):
+    """httpx's default verification (certificates checked, host name
+    matched), with the CA certificates read once, at the first TLS
+    connection or by `load()`: a plain http:// server never costs the
+    50-80 ms of reading a CA bundle. The same sources as httpx with
+    trust_env: SSL_CERT_FILE, else SSL_CERT_DIR, else certifi's bundle."""
+
+    def __new__(cls):
+        return super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)
+
+    def __init__(self):
+        super().__init__()
+        self._lock = threading.Lock()
+        self._loaded = False
+        # what ssl.create_default_context() adds to a client context
+        if sys.version_info >= (3, 13):
+            self.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+        keylog = os.environ.get("SSLKEYLOGFILE")
+        if keylog and not sys.flags.ignore_environment:
+            self.keylog_filename = keylog
+
+    def load(self):
+        with self._lock:
+            if self._loaded:
+                return
+            if os.environ.get("SSL_CERT_FILE"):
+                self.load_verify_locations(cafile=os.environ["SSL_CERT_FILE"])
+            elif os.environ.get("SSL_CERT_DIR"):
+                self.load_verify_locations(capath=os.environ["SSL_CERT_DIR"])
+            else:
+                import certifi
+
+                self.load_verify_locations(cafile=certifi.where())
+            self._loaded = True
+
+    def wrap_socket(self, *args, **kwargs):
+        self.load()
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args, **kwargs):
+        self.load()
+        return super().wrap_bio(*args, **kwargs)
+
+
+TLS = _TLSContext()     # the one SSL context of the process: every client uses it
+
+
+def prepare(url):
+    """Get ready to talk to url: for https, read the CA certificates now
+    (panto-send calls it in its background thread). Errors wait for the
+    connection, which reports them."""
+    if url.lower().startswith("https:"):
+        try:
+            TLS.load()
+        except (OSError, ValueError, ImportError):
+            pass
 
 
 class StatusError(ProviderError):
@@ -74,6 +136,8 @@ def retry_after(headers, now=None):
         return max(0.0, float(v))
     except ValueError:
         pass
+    import email.utils   # only for a date (~8 ms to import)
+
     try:
         when = email.utils.parsedate_to_datetime(v).timestamp()
     except (TypeError, ValueError, IndexError):
@@ -104,7 +168,7 @@ class Request:
         t = self.timeout
         try:
             self._client = httpx.Client(timeout=httpx.Timeout(t, connect=min(t, CONNECT_CAP)),
-                                        follow_redirects=False, trust_env=True)
+                                        follow_redirects=False, trust_env=True, verify=TLS)
         except ImportError as e:  # e.g. ALL_PROXY=socks5://... without httpx's SOCKS extra
             raise self._fail(f"the proxy set in the environment needs a package panto does not "
                              f"install ({e}); unset the proxy variable") from None
@@ -212,7 +276,7 @@ def get_json(url, headers, *, timeout=30.0, provider="provider", key_var=None, s
 
     try:
         with httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_CAP)),
-                          follow_redirects=True, trust_env=True) as client:
+                          follow_redirects=True, trust_env=True, verify=TLS) as client:
             with client.stream("GET", url, headers=headers) as resp:
                 body = b""
                 for piece in resp.iter_bytes():

@@ -67,8 +67,10 @@ def main(argv=None):
     opts = _check(args)
     if args["--models"]:
         return _models(opts)
-    from pantolib import entries, providers, secrets, stream
+    with _sigint_held():    # a Ctrl-C inside `import orjson` can crash the interpreter
+        from pantolib import entries, providers, secrets, stream
 
+        net = _Network()    # the network code loads while the input is read
     prompt = args["PROMPT"]
     if args["--file"] is not None:
         with open(args["--file"], encoding="utf-8") as f:
@@ -77,6 +79,7 @@ def main(argv=None):
     session, out_lines, taken, unstamped = _read_input(args["--system"])
     out = cli.stdout()
     provider, options, key_var, keys = _configure(opts, session, out, out_lines, unstamped)
+    net.prepare(options.base_url)
     user = None
     if prompt is not None:
         content = providers.not_run(session.unanswered_tool_uses()) + [entries.text(prompt)]
@@ -85,7 +88,7 @@ def main(argv=None):
         raw = secrets.redact_bytes(stream.dumps(user), keys)
         session.add(stream.Line(raw, user, stream.ENTRY))
         out_lines.append(raw)
-    state = {}  # the accumulator of the reply, once it streams
+    state = {"network": net}  # and the accumulator of the reply, once it streams
     try:
         _write_input(out, out_lines)  # downstream before anything can go wrong on the network
         del out_lines
@@ -116,20 +119,69 @@ def _configure(opts, session, out, out_lines, unstamped):
     return provider, options, key_var, keys
 
 
+class _Network:
+    """pantolib.http (httpx: ~100 ms) imported in a thread while the main
+    thread reads the input, and, once the base URL is known to be https, the
+    CA certificates read there too (the GIL is released meanwhile). join()
+    before the first request. The thread never takes SIGINT (the main thread
+    does, and handles it as always) and never reports: an import that fails
+    there fails again in the main thread, which says so in one line."""
+
+    def __init__(self):
+        import signal
+        import threading
+
+        self._url = None
+        self._known = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="panto-send network", daemon=True)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])   # inherited by the thread
+        try:
+            self._thread.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+    def _run(self):
+        try:
+            from pantolib import http
+
+            self._known.wait()
+            if self._url:
+                http.prepare(self._url)
+        except BaseException:   # noqa: BLE001 - the main thread meets it again
+            pass
+
+    def prepare(self, url):
+        self._url = url
+        self._known.set()
+
+    def join(self):
+        self._known.set()
+        self._thread.join()
+
+
+class _sigint_held:
+    """A Ctrl-C inside the block is held until its end, then raised."""
+
+    def __enter__(self):
+        import signal
+
+        self.held = []
+        self.previous = signal.signal(signal.SIGINT, lambda *_: self.held.append(True))
+
+    def __exit__(self, *exc):
+        import signal
+
+        signal.signal(signal.SIGINT, self.previous)
+        if self.held and exc[0] is None and self.previous is not signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+
 def _write_input(out, lines):
     """Write and flush the input and the prompt whole: a Ctrl-C meanwhile is
     held until the last byte is out, then raised."""
-    import signal
-
-    held = []
-    previous = signal.signal(signal.SIGINT, lambda *_: held.append(True))
-    try:
+    with _sigint_held():
         out.writelines(lines)
         out.flush()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if held:
-        raise KeyboardInterrupt
 
 
 def _turn(args, session, provider, options, key_var, opts, keys, taken, out, state):
@@ -204,6 +256,8 @@ def _need_key(options, key_var):
 def _exchange(provider, options, messages, opts, live, keys, key_var, state):
     """One request; a 400/422 naming an optional field is retried in the older
     form or without it (the module's negotiate()), once per field."""
+    if "network" in state:
+        state.pop("network").join()
     from pantolib import http, providers, secrets
     from pantolib.errors import ProviderError
 

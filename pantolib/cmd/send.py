@@ -67,8 +67,11 @@ def main(argv=None):
     opts = _check(args)
     if args["--models"]:
         return _models(opts)
-    with _sigint_held():    # a Ctrl-C inside `import orjson` can crash the interpreter
-        from pantolib import entries, providers, secrets, stream
+    # A Ctrl-C inside an import can crash the interpreter (`import orjson`) or,
+    # while the network thread imports too, leave a module lock taken for good
+    # (a hang): every import of this command happens with SIGINT held.
+    with _sigint_held():
+        from pantolib import conversation, entries, providers, secrets, stream  # noqa: F401
 
         net = _Network()    # the network code loads while the input is read
     prompt = args["PROMPT"]
@@ -78,7 +81,8 @@ def main(argv=None):
 
     session, out_lines, taken, unstamped = _read_input(args["--system"])
     out = cli.stdout()
-    provider, options, key_var, keys = _configure(opts, session, out, out_lines, unstamped)
+    with _sigint_held():    # configure imports the wire module
+        provider, options, key_var, keys = _configure(opts, session, out, out_lines, unstamped)
     net.prepare(options.base_url)
     user = None
     if prompt is not None:
@@ -190,16 +194,16 @@ def _turn(args, session, provider, options, key_var, opts, keys, taken, out, sta
     if leaf is None or leaf["message"]["role"] != "user":
         raise _error("nothing to send: give a PROMPT or -f FILE")
     _need_key(options, key_var)
-    if args["--tools"]:
-        from pantolib import tools
-
-        options.tools = tools.schemas()
-
     live = None
-    if not args["--quiet"] and (args["--live"] or sys.stderr.isatty()):
-        from pantolib.render import Live
+    with _sigint_held():    # imports (see main)
+        if args["--tools"]:
+            from pantolib import tools
 
-        live = Live(sys.stderr, keys, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
+            options.tools = tools.schemas()
+        if not args["--quiet"] and (args["--live"] or sys.stderr.isatty()):
+            from pantolib.render import Live
+
+            live = Live(sys.stderr, keys, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
     try:
         content, stop, usage = _exchange(provider, options, session.messages(), opts, live, keys,
                                          key_var, state)
@@ -256,12 +260,14 @@ def _need_key(options, key_var):
 def _exchange(provider, options, messages, opts, live, keys, key_var, state):
     """One request; a 400/422 naming an optional field is retried in the older
     form or without it (the module's negotiate()), once per field."""
-    if "network" in state:
-        state.pop("network").join()
-    from pantolib import http, providers, secrets
-    from pantolib.errors import ProviderError
+    with _sigint_held():    # imports (see main): the network thread's first
+        if "network" in state:
+            state.pop("network").join()
+        from pantolib import http, providers, secrets
+        from pantolib.errors import ProviderError
+        from pantolib.providers import sse  # noqa: F401  (stream_reply's parser)
 
-    mod = providers.api_module(options.api)
+        mod = providers.api_module(options.api)
     retry_note = (lambda m: live.note(f"{NAME}: {m}")) if live is not None else None
 
     said = set()

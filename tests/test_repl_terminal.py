@@ -227,6 +227,12 @@ def test_ctrl_c_at_any_moment_of_a_turn_never_prints_a_traceback(isolated, srv, 
         t.expect("/session")
         t.expect("\n")
         t.expect("> ")
+    # The "> " just seen may be the prompt redrawn with the typed-ahead /session:
+    # wait for the answer of a command typed after it, so that Ctrl-D reaches
+    # the editor (typed while a command runs in cooked mode, the tty drops it).
+    t.line("/model")
+    t.expect("model: ")
+    t.expect("> ")
     assert t.quit() == 0
     assert "Traceback" not in t.screen, t.screen
     assert "refusing" not in t.screen, t.screen

@@ -29,8 +29,47 @@ def parse(doc, argv=None, version=True):
 
 
 def stdout():
-    """The binary stdout, looked up when a command runs."""
-    return sys.stdout.buffer
+    """The binary stdout, looked up when a command runs; a failed write says
+    it was standard output that failed (a full disk under `> FILE`)."""
+    return _Stdout(sys.stdout.buffer)
+
+
+class _Stdout:
+    __slots__ = ("raw",)
+
+    def __init__(self, raw):
+        self.raw = raw
+
+    def write(self, data):
+        try:
+            return self.raw.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise named_stdout(e) from None
+
+    def writelines(self, lines):
+        try:
+            self.raw.writelines(lines)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise named_stdout(e) from None
+
+    def flush(self):
+        try:
+            self.raw.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise named_stdout(e) from None
+
+
+def named_stdout(e):
+    """An OSError of a write to stdout, with 'standard output' as its file."""
+    if getattr(e, "filename", None) or not e.errno:
+        return e
+    return OSError(e.errno, e.strerror, "standard output")
 
 
 def stdin():
@@ -117,6 +156,8 @@ def run(name, func, argv=None):
             sys.stdout.flush()
         except BrokenPipeError:
             silence_stdout()
+        except OSError as e:
+            raise named_stdout(e) from None
         return OK if status is None else status
     except SystemExit:
         raise

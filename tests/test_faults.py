@@ -436,6 +436,17 @@ def test_append_to_dev_full_keeps_persisting_and_says_so(isolated):
     assert err.count("\n") == 1 and "No space left on device" in err and f in err
 
 
+@pytest.mark.parametrize("argv", [["panto-log", "replay"], ["panto-log", "show"], ["panto-ls"],
+                                  ["panto-cost", "--example-prices"]])
+def test_a_full_stdout_is_named(isolated, argv):
+    session_file(isolated)
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([exe(argv[0]), *argv[1:]], stdout=full, stderr=subprocess.PIPE, cwd=isolated)
+    assert_clean_error(p, 1, argv[0])
+    err = p.stderr.decode()
+    assert err.count("\n") == 1 and "No space left on device" in err and "standard output" in err, err
+
+
 def test_closed_stdin_is_an_empty_stream(isolated):
     p = subprocess.run(["bash", "-c", "exec panto-log append <&-"], capture_output=True)
     assert p.returncode == 0 and p.stdout == p.stderr == b""

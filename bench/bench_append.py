@@ -46,15 +46,7 @@ def kb_entries(n, rng):
     for k in range(n):
         eid = f"{k:08x}"
         text = "".join(rng.choice("abcdefghij klmnop qrstuvwxyz") for _ in range(rng.randint(800, 1000)))
-        if k % 2 == 0:
-            e = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:16.000Z",
-                 "provider": "openai", "model": "gpt-4o",
-                 "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
-        else:
-            e = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:17.000Z",
-                 "message": {"role": "assistant", "content": [{"type": "text", "text": text}],
-                             "provider": "openai", "model": "gpt-4o", "stopReason": "stop",
-                             "usage": {"input": 100, "output": 20}}}
+        e = gen_sessions.plain_entry(eid, parent, text, user=k % 2 == 0)
         out.append(orjson.dumps(e) + b"\n")
         parent = eid
     return out

@@ -66,15 +66,7 @@ def small_session(path, target, rng):
             k += 1
             eid = f"{k:08x}"
             text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 20)))
-            if k % 2:
-                e = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:16.000Z",
-                     "provider": "openai", "model": "gpt-4o",
-                     "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
-            else:
-                e = {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:17.000Z",
-                     "message": {"role": "assistant", "content": [{"type": "text", "text": text}],
-                                 "provider": "openai", "model": "gpt-4o", "stopReason": "stop",
-                                 "usage": {"input": 100, "output": 20}}}
+            e = gen_sessions.plain_entry(eid, parent, text, user=bool(k % 2))
             line = orjson.dumps(e) + b"\n"
             f.write(line)
             written += len(line)

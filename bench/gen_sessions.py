@@ -114,6 +114,18 @@ def usage(rng, style, prompt_tokens):
     return {k: v for k, v in u.items() if v or k in ("input", "output")}
 
 
+def plain_entry(eid, parent, text, user):
+    """A user (stamped) or assistant (with usage) message entry of one text block."""
+    if user:
+        return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:16.000Z",
+                "provider": "openai", "model": "gpt-4o",
+                "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+    return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:17.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}],
+                        "provider": "openai", "model": "gpt-4o", "stopReason": "stop",
+                        "usage": {"input": 100, "output": 20}}}
+
+
 def write_session(path, n_turns, rng, cwd, target_bytes=None, start_ms=None, scale=1.0):
     """Write one session file of n_turns prompts (or until target_bytes is passed).
 

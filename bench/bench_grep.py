@@ -18,7 +18,6 @@ import random
 import shutil
 import sys
 import tempfile
-import time
 
 import orjson
 
@@ -49,26 +48,14 @@ def plant(files, fraction, seed):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sessions", type=int, default=10_000)
-    ap.add_argument("--size", default="1G", help="total size, e.g. 100M or 1G")
-    ap.add_argument("--scale", type=float, default=0.02, help="text length factor of gen_sessions")
+    gen_sessions.tree_arguments(ap)
     ap.add_argument("--hits", type=float, default=0.05, help="fraction of sessions that mention the word")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--keep", help="generate into (or reuse) this directory and keep it")
     a = ap.parse_args(argv)
     exe = common.command("panto-ls")
     grep = common.command("grep")
     tmp = tempfile.mkdtemp(prefix="panto-bench-")
     try:
-        root = a.keep or os.path.join(tmp, "sessions")
-        if not (a.keep and os.path.isdir(root) and os.listdir(root)):
-            t = time.perf_counter()
-            files = gen_sessions.make_tree(root, a.sessions, gen_sessions.parse_size(a.size), a.seed, scale=a.scale)
-            plant(files, a.hits, a.seed)
-            print(f"generated in {time.perf_counter() - t:.1f} s", flush=True)
-        files = [os.path.join(d.path, e) for d in os.scandir(root) for e in os.listdir(d.path) if e.endswith(".jsonl")]
-        total = sum(os.path.getsize(f) for f in files)
+        root, files, total = gen_sessions.bench_tree(a, tmp, lambda made: plant(made, a.hits, a.seed))
         home = os.path.join(tmp, "home")
         os.makedirs(home)
         cache = os.path.join(tmp, "cache")

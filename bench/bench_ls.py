@@ -15,7 +15,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import orjson
 
@@ -62,23 +61,12 @@ def counts(out):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sessions", type=int, default=10_000)
-    ap.add_argument("--size", default="1G", help="total size, e.g. 100M or 1G")
-    ap.add_argument("--scale", type=float, default=0.02, help="text length factor of gen_sessions")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--keep", help="generate into (or reuse) this directory and keep it")
+    gen_sessions.tree_arguments(ap)
     a = ap.parse_args(argv)
     exe = common.command("panto-ls")
     tmp = tempfile.mkdtemp(prefix="panto-bench-")
     try:
-        root = a.keep or os.path.join(tmp, "sessions")
-        if not (a.keep and os.path.isdir(root) and os.listdir(root)):
-            t = time.perf_counter()
-            gen_sessions.make_tree(root, a.sessions, gen_sessions.parse_size(a.size), a.seed, scale=a.scale)
-            print(f"generated in {time.perf_counter() - t:.1f} s", flush=True)
-        files = [os.path.join(d.path, e) for d in os.scandir(root) for e in os.listdir(d.path) if e.endswith(".jsonl")]
-        total = sum(os.path.getsize(f) for f in files)
+        root, files, total = gen_sessions.bench_tree(a, tmp)
         home = os.path.join(tmp, "home")
         os.makedirs(home)
         cache = os.path.join(tmp, "cache")

@@ -231,6 +231,33 @@ def make_tree(root, n_sessions, total_bytes, seed=0, n_dirs=None, scale=1.0):
     return out
 
 
+def tree_arguments(ap):
+    """The options of a bench that runs over a generated tree of sessions."""
+    ap.add_argument("--sessions", type=int, default=10_000)
+    ap.add_argument("--size", default="1G", help="total size, e.g. 100M or 1G")
+    ap.add_argument("--scale", type=float, default=0.02, help="text length factor of the generated text")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", help="generate into (or reuse) this directory and keep it")
+
+
+def bench_tree(a, tmp, after=None):
+    """(root, files, total bytes) of the tree the options ask for: generated
+    under tmp (or into --keep, reused when it is there); `after(files)` runs on
+    a tree just generated."""
+    import time
+
+    root = a.keep or os.path.join(tmp, "sessions")
+    if not (a.keep and os.path.isdir(root) and os.listdir(root)):
+        t = time.perf_counter()
+        made = make_tree(root, a.sessions, parse_size(a.size), a.seed, scale=a.scale)
+        if after is not None:
+            after(made)
+        print(f"generated in {time.perf_counter() - t:.1f} s", flush=True)
+    files = [os.path.join(d.path, e) for d in os.scandir(root) for e in os.listdir(d.path) if e.endswith(".jsonl")]
+    return root, files, sum(os.path.getsize(f) for f in files)
+
+
 def parse_size(s):
     s = s.strip().upper().removesuffix("B")
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:], 1)

@@ -46,6 +46,7 @@ _INTERPRETERS = (
     ("elixir", re.compile(r"elixir"), "e", ("--eval",), "r", False),
 )
 _NAME = re.compile(r"[A-Za-z0-9_./+:@%-]+")   # a command name "always" can name
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _PLAIN = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_:-]*")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 MAX_WORDS = 3            # words of a rule that "always" makes
@@ -330,12 +331,14 @@ def interpreter(name):
 
 class Verdict:
     """What the rules say of one call: allowed (by `rule`), or asked (`why`);
-    `offer` is the rule "always" would add (None: not offered)."""
+    `offer` is the rule "always" would add (None: not offered, and `note`
+    says why in a few words, for the question)."""
 
-    __slots__ = ("rule", "why", "offer")
+    __slots__ = ("rule", "why", "offer", "note")
 
-    def __init__(self, rule=None, why=None, offer=None):
+    def __init__(self, rule=None, why=None, offer=None, note=None):
         self.rule, self.why, self.offer = rule, why, offer
+        self.note = note or why
 
     @property
     def allowed(self):
@@ -364,11 +367,10 @@ def check(command, rules):
     if offer is not None:
         return Verdict(why=f"no rule matches (\"always\" would add '{offer.text}')", offer=offer)
     if interpreter(words[0]):
-        why = (f"no rule matches (a rule for '{words[0]}' must name more than the interpreter, "
-               f"e.g. 'bash:{words[0]} -m pytest': no \"always\")")
+        note = f"no \"always\": a rule for '{words[0]}' must name more than the interpreter"
     else:
-        why = f"no rule matches ('{words[0]}' is not a plain command name: no \"always\")"
-    return Verdict(why=why)
+        note = f"no \"always\": '{words[0]}' is not a plain command name"
+    return Verdict(why=f"no rule matches ({note})", note=note)
 
 
 def always_asked(command):
@@ -376,6 +378,8 @@ def always_asked(command):
     words = shell_words(command)
     if words is None:
         return "a quote is not closed"
+    while words and _ASSIGNMENT.match(words[0]):
+        words = words[1:]          # `LC_ALL=C rm x` runs rm
     if not words:
         return None
     name = shell_value(words[0])
@@ -513,6 +517,8 @@ def _inline(family, base, args, raws):
             name = a.split("=", 1)[0]
             if name in longs:
                 return f"'{base} {name}' runs an inline program"
+            if kind == "python" and name == "--check-hash-based-pycs" and "=" not in a:
+                k += 1                   # its value is the next word
         elif a.startswith("-") and len(a) > 1:
             for j, ch in enumerate(a[1:]):
                 if ch in letters:

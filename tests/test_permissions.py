@@ -72,6 +72,8 @@ CASES = [
     (["bash:rm"], "rm x", ALWAYS),
     (["bash:rm"], "'rm' x", ALWAYS),
     (["bash:rm"], "\\rm x", ALWAYS),
+    (["bash:LC_ALL=C"], "LC_ALL=C rm -rf x", ALWAYS),       # an assignment does not hide the command
+    (["bash:LC_ALL=C sort"], "LC_ALL=C sort f", "allow bash:LC_ALL=C sort"),
     # find: its actions
     (["bash:find"], "find . -name x", "allow bash:find"),
     *[(["bash:find"], f"find . -name x {a}", ALWAYS) for a in FIND_ACTIONS],
@@ -93,6 +95,9 @@ CASES = [
     (["bash:sed"], "sed --in 's/a/b/' f", ALWAYS),
     (["bash:sed"], "sed '1e rm -rf x' f", ALWAYS),           # GNU sed's e runs a command
     (["bash:sed"], "sed 's/a/b/w out' f", ALWAYS),
+    (["bash:sed"], "sed -f prog.sed f", ALWAYS),
+    (["bash:sed"], "sed --sandbox '1e rm -rf x' f", "allow bash:sed"),   # GNU sed refuses e, w, r then
+    (["bash:sed"], "sed -n p *.txt", ALWAYS),                  # a file named -i.txt would be an option
     (["bash:perl x.pl"], "perl x.pl -i", "allow bash:perl x.pl"),
     (["bash:perl x.pl"], "perl -pi -e 's/a/b/' f", ALWAYS),
     (["bash:perl x.pl"], "perl -i.bak x.pl", ALWAYS),
@@ -107,6 +112,8 @@ CASES = [
     (["bash:python -m pytest"], "python -m pytest -q tests/", "allow bash:python -m pytest"),
     (["bash:python -m pytest"], "python -m pytest -c pytest.ini", "allow bash:python -m pytest"),
     (["bash:python -m pytest"], "python -c 'import pytest' -m pytest", ALWAYS),
+    (["bash:python -m pytest"], "python --check-hash-based-pycs always -c 1", ALWAYS),
+    (["bash:python -m pytest"], "python -W error -c 1", ALWAYS),
     (["bash:node build.js"], "node build.js --prod", "allow bash:node build.js"),
 ]
 

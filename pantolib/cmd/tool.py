@@ -107,10 +107,12 @@ def granted_channel(fd_text):
         return None
     try:
         fd = int(fd_text)
+        if fd < 3:           # never into the stream or the display
+            raise ValueError
         os.fstat(fd)
         os.set_inheritable(fd, False)
     except (ValueError, OSError):
-        raise UsageError(f"--granted-fd: '{fd_text}' is not an open file descriptor") from None
+        raise UsageError(f"--granted-fd: '{fd_text}' is not an open file descriptor above 2") from None
 
     def report(rule):
         try:

@@ -226,7 +226,7 @@ class Approver:
         outside the working directory, where it is."""
         if name == "bash":
             verdict = permissions.check(str(args.get("command", "")), self.rules)
-            return not verdict.allowed, verdict.offer, verdict.why, None
+            return not verdict.allowed, verdict.offer, verdict.note, None
         if name not in ("read", "write", "edit"):
             return False, None, None, None
         try:
@@ -253,8 +253,9 @@ class Approver:
         if tty is None:
             what = f"'{name}' needs confirmation" if where is None else \
                 f"reading '{args.get('path')}' outside the working directory needs confirmation"
+            hint = f"a rule such as '{offer.text}' in the user's allow file, or" if offer else "only"
             return False, (f"not run: {what} and there is no terminal to ask "
-                           "(the user can allow tools with panto-tool --yes)"), False
+                           f"(the user can allow it with {hint} panto-tool --yes)"), False
         keys = secrets()
         rows, whole, hidden = self._shown(use, args, cwd, tty.styled)
         question = redact(self._text(name, rows, offer, why, where, hidden, tty.styled), keys)

@@ -404,3 +404,22 @@ def test_a_cut_edit_diff_and_a_long_line_offer_the_whole_diff(isolated):
     code, out, err = t.finish()
     assert code == 0, err
     assert t.seen.split(b"short.txt")[-1].count(b"[v]iew") == 0      # nothing cut, no view key
+
+
+def test_the_view_key_in_the_repl_shows_what_the_preview_hides(isolated, srv, env):
+    content = "".join(f"echo step {i}\n" for i in range(1, 300)) + "rm -rf ~  # PAYLOAD-AT-300\n"
+    srv.push(openai_tools([("w1", "write", json.dumps({"path": "setup.sh", "content": content}))]),
+             openai_text("Not written."))
+    t = Term([], dict(env, PAGER="cat"))
+    t.expect("> ")
+    t.line("write the setup script")
+    t.expect("[v]iew all (290 more lines hidden)")
+    assert "PAYLOAD" not in t.buf.decode("utf-8", "replace")
+    t.send("v")
+    t.expect("PAYLOAD-AT-300")
+    t.expect("[v]iew all (290 more lines hidden)")     # and the question again
+    t.send("n")
+    t.expect("Not written.")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert not (isolated / "setup.sh").exists()

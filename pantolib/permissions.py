@@ -560,6 +560,12 @@ def offered(command):
 
 
 def protected(path, env=None):
-    """Whether a path is one of the rules files (write and edit always ask for them)."""
+    """Why write and edit always ask for a path, or None: a rules file, or a
+    file inside a .git directory (its config and hooks run commands that a
+    rule such as bash:git status would then run unasked)."""
     real = os.path.realpath(path)
-    return any(os.path.realpath(p) == real for p, _ in rule_files(env))
+    if any(os.path.realpath(p) == real for p, _ in rule_files(env)):
+        return "a rules file: asked every time"
+    if ".git" in real.split(os.sep) or ".git" in os.path.normpath(path).split(os.sep):
+        return "inside .git, whose config and hooks run commands: asked every time"
+    return None

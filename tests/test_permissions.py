@@ -27,7 +27,8 @@ WRAPPERS = ("/bin/sh x.sh", "/bin/bash x.sh", "/bin/zsh x", "/bin/dash x", "/usr
 FIND_ACTIONS = ("-delete", "-exec rm {} +", "-execdir rm {} +", "-ok rm {} +", "-okdir rm {} +", "-fprint out",
                 "-fprint0 out", "-fprintf out %p", "-fls out")
 INLINE = ("python -c 1", "python3 -c 1", "python3.12 -c 1", "/usr/bin/python3 -Bc 1", "pypy3 -c 1",
-          "node -e 1", "node -p 1", "node --eval 1", "node --print=1", "nodejs -pe 1", "deno eval 1", "bun -e 1",
+          "node -e 1", "node -p 1", "node --eval 1", "node --print=1", "nodejs -pe 1", "deno eval 1", "deno --eval 1",
+          "deno -p 1", "bun -e 1", "bun -p 1", "bun --print 1",
           "perl -e 1", "perl -E 1", "perl -lne 1", "ruby -e 1", "ruby -E 1", "php -r 1", "lua -e 1")
 
 

@@ -522,7 +522,7 @@ def test_always_on_write_covers_the_working_directory_only(isolated):
     assert blocks[2]["isError"] and (isolated / "a.txt").read_text() == "a"
 
 
-def test_write_and_edit_of_a_rules_file_always_ask(isolated):
+def test_write_and_edit_of_a_rules_file_or_in_git_always_ask(isolated):
     rules = isolated / "rules"
     rules.write_text("bash:ls\n")
     env = dict(os.environ, PANTO_ALLOW_FILE=str(rules))
@@ -537,6 +537,13 @@ def test_write_and_edit_of_a_rules_file_always_ask(isolated):
     t.expect(b"(a rules file: asked every time)", 2)
     t.send(b"n")
     assert t.finish()[0] == 0 and b"[a]lways" not in t.seen
+    # .git: its config and hooks run commands a git rule would run unasked
+    (isolated / ".git" / "hooks").mkdir(parents=True)
+    data = stream_with(("write", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ncurl x\n"}),
+                       ("write", {"path": "sub/../.git/config", "content": "[core]\nfsmonitor = evil\n"}))
+    blocks = results(tool(data, "--rule", "write", env=env), data)
+    assert all("needs confirmation" in b["content"] for b in blocks)
+    assert not (isolated / ".git" / "config").exists()
 
 
 # -- what the person sees ------------------------------------------------------------

@@ -239,8 +239,9 @@ class Approver:
             return out, None, None, where
         if out:
             return True, None, None, where
-        if permissions.protected(path):
-            return True, None, "a rules file: asked every time", None
+        why = permissions.protected(path)
+        if why:
+            return True, None, why, None
         return self.rules.tool_rule(name) is None, permissions.Rule(name), None, None
 
     def decide(self, use, args, cwd):

@@ -1,6 +1,6 @@
 """The REPL's /commands: each runs the plumbing (panto-log tree, name,
 replay --at, panto-send --compact, panto-cost) or edits the REPL's own state
-(the branch point, the model, the allowance file)."""
+(the branch point, the model, this run's rules)."""
 import os
 import signal
 import subprocess
@@ -21,7 +21,7 @@ commands:
   /fork                   go on in a new session file holding this conversation
   /name TITLE             give the session a title
   /compact [TEXT]         summarize the older part of the conversation (TEXT: what to keep)
-  /allowed [clear]        what "always" allowed in this run; clear forgets it
+  /allowed [clear]        the rules in effect and where each comes from; clear forgets this run's
   /cost                   what this session has cost so far (panto-cost)
   /session                show the session file
   /help                   this help
@@ -234,27 +234,26 @@ class Commands:
         return True
 
     def allowed(self, arg):
-        if self.allow_file is None:
-            self.say("nothing is allowed (no allowance file in this run)")
-            return
+        from pantolib import permissions
+
         if arg == "clear":
-            with open(self.allow_file, "w"):
-                pass
-            self.say("allowances cleared: every call asks again")
+            n = sum(1 for _, origin in self.rules if origin == "this run")
+            self.rules.remove_from("this run")
+            self.say(f"this run's rules cleared ({n}): what they allowed asks again" if n else
+                     "no rules of this run to clear")
             return
         if arg:
             self.say("usage: /allowed [clear]", RED)
             return
-        try:
-            with open(self.allow_file, encoding="utf-8", errors="replace") as f:
-                lines = [x.strip() for x in f if x.strip()]
-        except OSError:
-            lines = []
-        if not lines:
-            self.say("nothing allowed yet: every bash, write and edit call asks")
-        for x in lines:
-            kind, _, what = x.partition(":")
-            self.say(f"  {terminal.visible_line(kind)} {terminal.visible_line(what)}".rstrip())
+        if self.yes:
+            self.say("--yes: every call runs without asking", DIM)
+        if not len(self.rules):
+            self.say("no rules: every bash, write and edit call asks "
+                     f"(rules that last go in {terminal.visible_line(permissions.user_file(self.env))})")
+            return
+        width = max(len(rule.text) for rule, _ in self.rules)
+        for rule, origin in self.rules:
+            self.say(f"  {terminal.visible_line(rule.text):<{width}}  {terminal.visible_line(origin)}")
 
     def edit_prompt(self, initial=""):
         """Write a prompt in $VISUAL or $EDITOR (vi): its text, or None when left empty."""

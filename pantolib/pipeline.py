@@ -33,11 +33,12 @@ def read_session(data):
 
 class Cmd:
     """One command of a pipeline: argv, and where its stderr goes (None: the
-    terminal; "pty": a pseudo-terminal the REPL reads), and its environment
-    (None: this process's)."""
+    terminal; "pty": a pseudo-terminal the REPL reads), its environment
+    (None: this process's), and the file descriptors it inherits beyond 0-2."""
 
-    def __init__(self, argv, stderr=None, role=None, env=None):
+    def __init__(self, argv, stderr=None, role=None, env=None, pass_fds=()):
         self.argv, self.stderr, self.role, self.env = argv, stderr, role, env
+        self.pass_fds = tuple(pass_fds)
 
 
 class Pipeline:
@@ -81,7 +82,8 @@ class Pipeline:
                 err = slave
             old = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
             try:
-                p = subprocess.Popen(cmd.argv, stdin=prev, stdout=out, stderr=err, env=cmd.env)
+                p = subprocess.Popen(cmd.argv, stdin=prev, stdout=out, stderr=err, env=cmd.env,
+                                     pass_fds=cmd.pass_fds)
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
                 if slave is not None:

@@ -114,7 +114,9 @@ class Repl(Commands):
         self.last_prompt = None     # for /retry
         self.fill = None            # the last request's share of the context window
         self.prefill = ""           # text put back at the prompt (/rewind)
-        self.allow_file = None
+        from pantolib.permissions import Rules
+
+        self.rules = Rules()        # the rules files as read at start, and this run's "always"
 
     # -- output ------------------------------------------------------------------------
     def say(self, text="", style=""):
@@ -146,10 +148,44 @@ class Repl(Commands):
         return Cmd(command_argv("panto-log", "append", *([self.path] if self.path else []), sigint=False))
 
     def _tool(self):
+        """panto-tool, handed the rules in effect on its command line (no file
+        a command could write) and a socket only this process reads, where it
+        reports the rules an "always" answer adds."""
+        import socket
+
         # it draws on a pty, copied to our stderr: colour only if that may have it
         env = None if terminal.styled(self.err, self.env) else dict(self.env, NO_COLOR="1")
-        return Cmd(command_argv("panto-tool", "--live", *(["--yes"] if self.yes else [])),
-                   stderr="pty", role="tool", env=env)
+        mine, theirs = socket.socketpair()
+        argv = ["--live", *(["--yes"] if self.yes else []), "--no-rule-files",
+                *(f"--rule={rule.text}" for rule, _ in self.rules), f"--granted-fd={theirs.fileno()}"]
+        cmd = Cmd(command_argv("panto-tool", *argv), stderr="pty", role="tool", env=env,
+                  pass_fds=(theirs.fileno(),))
+        cmd.channel = (mine, theirs)
+        return cmd
+
+    def _granted(self, cmd):
+        """Take the rules panto-tool reported (it has exited) as this run's."""
+        from pantolib import permissions
+
+        mine, theirs = cmd.channel
+        theirs.close()
+        data = b""
+        try:
+            mine.setblocking(False)
+            while True:
+                chunk = mine.recv(1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:     # nothing more (BlockingIOError) or a broken channel
+            pass
+        finally:
+            mine.close()
+        for line in data.decode("utf-8", "replace").split("\n"):
+            try:
+                self.rules.add(permissions.parse(line), "this run")
+            except ValueError:
+                continue
 
     def step(self, commands, label="waiting "):
         """Run one pipeline, drawing what panto-send and panto-tool show;
@@ -276,7 +312,11 @@ class Repl(Commands):
             if self.path is None:   # cannot happen after a reply, but never lose the stream
                 self.say("[the session was not saved; stopping]", RED)
                 return
-            t = self.step(self._source() + [self._tool(), self._send(), self._sink()])
+            tool = self._tool()
+            try:
+                t = self.step(self._source() + [tool, self._send(), self._sink()])
+            finally:
+                self._granted(tool)
             self._report(t)
             steps += 1
         if t.cancelled:
@@ -574,16 +614,6 @@ def setup_history(env=None):
     except OSError:
         return History(None)
     return History(path)
-
-
-def allow_file():
-    """A fresh, empty allowance file for this run (0600 in a 0700 directory): (dir, file)."""
-    import tempfile
-
-    d = tempfile.mkdtemp(prefix="panto-allow-")
-    path = os.path.join(d, "allowed")
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    return d, path
 
 
 def banner(r, session=None):

@@ -128,7 +128,7 @@ def test_two_turns_with_a_tool_call_and_confirmation(isolated, srv, env):
     t.expect("> ")
     t.line("what files are here?")
     t.expect("allow bash?")
-    t.expect("in this session ")
+    t.expect("in this run ")
     t.send("y")   # one key, no Enter
     t.expect("There is notes.txt.")
     t.expect("> ")
@@ -159,7 +159,7 @@ def test_declined_tool_call_goes_back_to_the_model(isolated, srv, env):
     t = Term([], env)
     t.expect("> ")
     t.line("make a file")
-    t.expect("in this session ")
+    t.expect("in this run ")
     t.send("n")
     t.expect("Fine, I will not.")
     t.expect("> ")

@@ -422,28 +422,19 @@ def test_fork_goes_on_in_a_new_session_file(isolated, srv, env):
     assert stat.S_IMODE(os.stat(new).st_mode) == 0o600
 
 
-def test_allowed_lists_and_clears_this_runs_allowances(isolated, srv, env):
+def test_allowed_lists_the_rules_and_keeps_none_in_a_file(isolated, srv, env):
+    cfg = isolated.parent / "home" / ".config" / "panto"
     t = Term([], env)
     t.expect("> ")
     t.line("/allowed")
-    t.expect("nothing allowed yet")
-    t.expect("> ")
-    [d] = [p for p in os.listdir(env["TMPDIR"]) if p.startswith("panto-allow-")]
-    d = os.path.join(env["TMPDIR"], d)
-    f = os.path.join(d, "allowed")
-    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700 and stat.S_IMODE(os.stat(f).st_mode) == 0o600
-    with open(f, "w") as fh:
-        fh.write("bash:ls\nwrite\n")
-    t.line("/allowed")
-    t.expect("bash ls")
-    t.expect("write")
+    t.expect(f"no rules: every bash, write and edit call asks (rules that last go in {cfg / 'allow'})")
     t.expect("> ")
     t.line("/allowed clear")
-    t.expect("cleared")
+    t.expect("no rules of this run to clear")
     t.expect("> ")
-    assert os.path.getsize(f) == 0
+    assert "PANTO_ALLOW_FILE" not in open(f"/proc/{t.p.pid}/environ", "rb").read().decode("utf-8", "replace")
     assert t.quit() == 0
-    assert not os.path.exists(d)     # allowances never outlive the run
+    assert os.listdir(env["TMPDIR"]) == []     # no allowance file, ever
 
 
 def test_history_keeps_a_multi_line_prompt_as_one_entry(isolated, srv, env):

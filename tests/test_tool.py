@@ -472,75 +472,78 @@ def test_invalid_json_arguments_run_nothing_and_ask_nothing(isolated):
 
 # -- "always" ------------------------------------------------------------------------
 
-def test_always_allows_one_command_name_in_the_allow_file(isolated, tmp_path):
-    allow = tmp_path / "run" / "allowed"
+def test_always_adds_the_rule_the_question_names_for_this_run(isolated, tmp_path):
+    allow = tmp_path / "allowed"
+    allow.write_text("# mine\n")
     env = dict(os.environ, PANTO_ALLOW_FILE=str(allow))
     (isolated / "x").mkdir()
     data = stream_with(("bash", {"command": "ls"}), ("bash", {"command": "ls -a"}),
                        ("bash", {"command": "rm -rf x"}), ("bash", {"command": "ls; rm -rf x"}),
                        ("bash", {"command": "ls `rm -rf x`"}))
     t = Term(data, env=env)
-    t.expect(b"[a]lways for 'ls' commands")
+    t.expect(b"[a]lways for 'ls' in this run")
     t.send(b"a")
-    for n in (2, 3, 4):              # ls -a is not asked; the other three are
+    for n in (2, 3, 4):              # ls -a is not asked; the other three are, with no "always"
         t.expect(QUESTION, n)
         t.send(b"n")
     code, out, err = t.finish()
     assert code == 0, err
-    assert t.seen.count(QUESTION) == 4 and b"not one simple command" in t.seen
+    assert t.seen.count(QUESTION) == 4 and t.seen.count(b"[a]lways") == 1
+    assert b"'rm' deletes or changes files" in t.seen and b"not one simple command" in t.seen
     blocks = answered(out, data)
     assert [b.get("isError", False) for b in blocks] == [False, False, True, True, True]
     assert (isolated / "x").is_dir()
-    assert allow.read_text() == "bash:ls\n"
-    assert os.stat(allow).st_mode & 0o777 == 0o600
-    # the next run of the session: ls allowed without a terminal, rm is not
-    data = stream_with(("bash", {"command": "ls -l"}), ("bash", {"command": "rm -rf x"}))
-    blocks = results(tool(data, env=env), data)
-    assert "isError" not in blocks[0] and "no terminal" in blocks[1]["content"]
-    assert not list((isolated.parent / "home").rglob("allow"))   # no state beside the file
+    assert allow.read_text() == "# mine\n"          # read, never written
+    # the next run asks again (here: no terminal, so declined)
+    data = stream_with(("bash", {"command": "ls -l"}))
+    assert "no terminal" in results(tool(data, env=env), data)[0]["content"]
+    assert not list((isolated.parent / "home").rglob("allow*"))   # no state anywhere
 
 
-def test_always_without_allow_file_lasts_this_run(isolated):
-    data = stream_with(("bash", {"command": "echo 1"}), ("bash", {"command": "echo 2"}))
+def test_always_on_write_covers_the_working_directory_only(isolated):
+    data = stream_with(("write", {"path": "a.txt", "content": "a"}), ("write", {"path": "b.txt", "content": "b"}),
+                       ("write", {"path": "../out.txt", "content": "o"}))
     t = Term(data)
-    t.expect(QUESTION)
+    t.expect(b"[a]lways for 'write' in this run")
     t.send(b"a")
+    t.expect(b"allow write outside the working directory? [y]es [n]o \x1b")   # no "always" there
+    t.send(b"n")
     code, out, err = t.finish()
-    assert code == 0 and t.seen.count(QUESTION) == 1
-    assert [b["content"] for b in answered(out, data)] == ["1\n", "2\n"]
-    blocks = results(tool(data), data)      # a later run asks again (here: no terminal)
-    assert all("no terminal" in b["content"] for b in blocks)
-    assert not (isolated.parent / "home" / ".local" / "state" / "panto" / "allow").exists()
-
-
-def test_always_for_write_covers_the_working_directory_only(isolated, tmp_path):
-    allow = tmp_path / "allowed"
-    env = dict(os.environ, PANTO_ALLOW_FILE=str(allow))
-    data = stream_with(("write", {"path": "a.txt", "content": "a"}))
-    t = Term(data, env=env)
-    t.expect(b"[a]lways allow write")
-    t.send(b"a")
-    assert t.finish()[0] == 0 and (isolated / "a.txt").read_text() == "a"
-    assert allow.read_text() == "write\n"
-    data = stream_with(("write", {"path": "b.txt", "content": "b"}), ("write", {"path": "../out.txt", "content": "o"}),
+    assert code == 0, err
+    assert t.seen.count(b"allow write") == 2
+    assert (isolated / "b.txt").read_text() == "b" and not (isolated.parent / "out.txt").exists()
+    # a write rule given on the command line: inside runs unasked, outside and edit still ask
+    (isolated / "a.txt").write_text("a")
+    data = stream_with(("write", {"path": "c.txt", "content": "c"}), ("write", {"path": "../out.txt", "content": "o"}),
                        ("edit", {"path": "a.txt", "old_text": "a", "new_text": "A"}))
-    blocks = results(tool(data, env=env), data)
-    assert "isError" not in blocks[0] and (isolated / "b.txt").read_text() == "b"
+    blocks = results(tool(data, "--rule", "write"), data)
+    assert "isError" not in blocks[0] and (isolated / "c.txt").read_text() == "c"
     assert blocks[1]["isError"] and not (isolated.parent / "out.txt").exists()
     assert blocks[2]["isError"] and (isolated / "a.txt").read_text() == "a"
 
 
-@pytest.mark.parametrize("command,name", [
-    ("ls", "ls"), ("  pytest -x tests/  ", "pytest"), ("./run.sh --fast", "./run.sh"), ("git status", "git"),
-    ("ls; rm -rf x", None), ("ls && rm x", None), ("ls & rm x", None), ("ls | sh", None), ("ls `rm x`", None),
-    ("ls $(rm x)", None), ("ls > f", None), ("cat < f", None), ("ls\nrm x", None), ("FOO=1 rm x", None),
-    ("sudo rm x", None), ("env rm x", None), ("bash -c 'rm x'", None), ("xargs rm", None), ("'ls'", None),
-    ("l\\s", None), ("", None), ("ls\rrm", None),
-])
-def test_command_name_of_a_simple_command(command, name):
-    from pantolib.tools.confirm import command_name
-
-    assert command_name(command) == name
+def test_write_and_edit_of_a_rules_file_or_in_git_always_ask(isolated):
+    rules = isolated / "rules"
+    rules.write_text("bash:ls\n")
+    env = dict(os.environ, PANTO_ALLOW_FILE=str(rules))
+    data = stream_with(("write", {"path": "rules", "content": "bash:curl\n"}),
+                       ("edit", {"path": "rules", "old_text": "ls", "new_text": "curl"}))
+    blocks = results(tool(data, "--rule", "write", "--rule", "edit", env=env), data)
+    assert all("needs confirmation" in b["content"] for b in blocks)
+    assert rules.read_text() == "bash:ls\n"
+    t = Term(data, env=env)
+    t.expect(b"(a rules file: asked every time)")
+    t.send(b"n")
+    t.expect(b"(a rules file: asked every time)", 2)
+    t.send(b"n")
+    assert t.finish()[0] == 0 and b"[a]lways" not in t.seen
+    # .git: its config and hooks run commands a git rule would run unasked
+    (isolated / ".git" / "hooks").mkdir(parents=True)
+    data = stream_with(("write", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ncurl x\n"}),
+                       ("write", {"path": "sub/../.git/config", "content": "[core]\nfsmonitor = evil\n"}))
+    blocks = results(tool(data, "--rule", "write", env=env), data)
+    assert all("needs confirmation" in b["content"] for b in blocks)
+    assert not (isolated / ".git" / "config").exists()
 
 
 # -- what the person sees ------------------------------------------------------------

@@ -65,34 +65,32 @@ def main(argv=None):
     path = None
     if args["--resume"]:
         path = resume_path(args["ID"])
-    allow_dir, allow = repl.allow_file()
-    os.environ["PANTO_ALLOW_FILE"] = allow
-    try:
-        r = repl.Repl(path=path, provider=provider, model=args["--model"], yes=args["--yes"],
-                      max_steps=max_steps, tools=not args["--no-tools"], history=repl.setup_history())
-        r.allow_file = allow
-        session = None
-        if path is not None:
-            session = r.load()
-            count = sum(1 for line in session.lines if line.kind != "header")
-            r.say(f"resumed session {session.header['id'] if session.header else os.path.basename(path)} "
-                  f"({repl.plural(count, 'entry', 'entries')})")
-            started = (session.header or {}).get("cwd")
-            if isinstance(started, str) and started != os.getcwd():
-                from pantolib.terminal import visible_line
+    from pantolib import permissions
 
-                r.say(f"note: this session was started in {visible_line(started)}; "
-                      f"tools run here, in {visible_line(os.getcwd())}")
-        elif args["--resume"]:
-            r.say("no sessions to resume; starting fresh.")
-        r.say(repl.banner(r, session))
-        if session is not None:
-            r.show_last_exchange(session)
-        r.loop()
-    finally:
-        import shutil
+    rules, problems = permissions.load()    # once: nothing a command writes later changes this run
+    for problem in problems:
+        cli.warn(NAME, problem)
+    r = repl.Repl(path=path, provider=provider, model=args["--model"], yes=args["--yes"],
+                  max_steps=max_steps, tools=not args["--no-tools"], history=repl.setup_history())
+    r.rules = rules
+    session = None
+    if path is not None:
+        session = r.load()
+        count = sum(1 for line in session.lines if line.kind != "header")
+        r.say(f"resumed session {session.header['id'] if session.header else os.path.basename(path)} "
+              f"({repl.plural(count, 'entry', 'entries')})")
+        started = (session.header or {}).get("cwd")
+        if isinstance(started, str) and started != os.getcwd():
+            from pantolib.terminal import visible_line
 
-        shutil.rmtree(allow_dir, ignore_errors=True)
+            r.say(f"note: this session was started in {visible_line(started)}; "
+                  f"tools run here, in {visible_line(os.getcwd())}")
+    elif args["--resume"]:
+        r.say("no sessions to resume; starting fresh.")
+    r.say(repl.banner(r, session))
+    if session is not None:
+        r.show_last_exchange(session)
+    r.loop()
     return cli.OK
 
 

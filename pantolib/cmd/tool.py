@@ -1,7 +1,8 @@
 """Run the tool calls the model asked for and append their results.
 
 Usage:
-  panto-tool [--yes] [--timeout=SECONDS] [--quiet | --live]
+  panto-tool [--yes] [--timeout=SECONDS] [--quiet | --live] [--rule=RULE]... [--no-rule-files] [--granted-fd=FD]
+  panto-tool --check [--rule=RULE]... [--no-rule-files] [--] COMMAND...
   panto-tool --list
   panto-tool -h | --help
   panto-tool --version
@@ -10,14 +11,21 @@ Reads a panto stream, passes it through unchanged, runs the tool uses of the
 leaf assistant entry that have no result yet (in the working directory) and
 appends one user entry with a toolResult per use. bash, write and edit (and
 read outside the working directory) ask on the terminal, one key: y(es),
-n(o) or a(lways: this bash command name, or this tool, for the session;
-kept in the file named by PANTO_ALLOW_FILE).
+n(o), a(lways: the rule the question names, for this run) or v(iew all of a
+write or edit the question cuts), unless a rule allows the call. Rules come
+from the user's $XDG_CONFIG_HOME/panto/allow, PANTO_ALLOW_FILE and --rule.
 
 Options:
   --yes                Run every call without asking.
   --timeout=SECONDS    Default time limit of a bash call [default: 120].
   --quiet              Do not show the calls and their output on stderr.
   --live               Show them even when stderr is not a terminal.
+  --rule=RULE          Also allow what RULE allows (bash:WORDS, write or edit).
+  --no-rule-files      Read neither the user's allow file nor PANTO_ALLOW_FILE.
+  --granted-fd=FD      Write each rule "always" adds, one a line, to the open
+                       file descriptor FD (commands never get it).
+  --check              Print `allow RULE` (exit 0) or `ask: WHY` (exit 1): what
+                       the rules say of the bash command line COMMAND.
   --list               Print the JSON schemas of the built-in tools.
   -h --help            Show this help.
   --version            Show the version.
@@ -46,16 +54,75 @@ def main(argv=None):
 
         cli.stdout().write(orjson.dumps(tools.schemas(), option=orjson.OPT_INDENT_2) + b"\n")
         return cli.OK
+    rules = load_rules(args)
+    if args["--check"]:
+        return check(" ".join(args["COMMAND"]), rules)
     try:
         timeout = float(args["--timeout"])
         if not timeout > 0:
             raise ValueError
     except ValueError:
         raise UsageError(f"--timeout must be a positive number of seconds, not '{args['--timeout']}'") from None
-    return run(args["--yes"], timeout, live=args["--live"] or (not args["--quiet"] and sys.stderr.isatty()))
+    report = granted_channel(args["--granted-fd"])
+    return run(args["--yes"], timeout, live=args["--live"] or (not args["--quiet"] and sys.stderr.isatty()),
+               rules=rules, report=report)
 
 
-def run(yes, timeout, live):
+def load_rules(args):
+    """The rules in effect: the rules files (unless --no-rule-files), then --rule."""
+    from pantolib import permissions
+    from pantolib.errors import UsageError
+
+    if args["--no-rule-files"]:
+        rules = permissions.Rules()
+    else:
+        rules, problems = permissions.load()
+        for problem in problems:
+            cli.warn(NAME, problem)
+    for text in args["--rule"]:
+        try:
+            rules.add(permissions.parse(text), "--rule")
+        except ValueError as e:
+            raise UsageError(f"--rule: {e}") from None
+    return rules
+
+
+def check(command, rules):
+    from pantolib import permissions
+
+    verdict = permissions.check(command, rules)
+    out = cli.stdout()
+    if verdict.allowed:
+        out.write(f"allow {verdict.rule.text}\n".encode("utf-8", "surrogateescape"))
+        return cli.OK
+    out.write(f"ask: {verdict.why}\n".encode("utf-8", "surrogateescape"))
+    return cli.FAIL
+
+
+def granted_channel(fd_text):
+    """report(rule) writing to --granted-fd (kept from every command), or None."""
+    from pantolib.errors import UsageError
+
+    if fd_text is None:
+        return None
+    try:
+        fd = int(fd_text)
+        if fd < 3:           # never into the stream or the display
+            raise ValueError
+        os.fstat(fd)
+        os.set_inheritable(fd, False)
+    except (ValueError, OSError):
+        raise UsageError(f"--granted-fd: '{fd_text}' is not an open file descriptor above 2") from None
+
+    def report(rule):
+        try:
+            os.write(fd, (rule.text + "\n").encode("utf-8", "surrogateescape"))
+        except OSError:
+            pass     # panto is gone: the rule still holds for this run of panto-tool
+    return report
+
+
+def run(yes, timeout, live, rules=None, report=None):
     from pantolib import stream
     from pantolib.conversation import Session
     from pantolib.tools import runner
@@ -65,14 +132,12 @@ def run(yes, timeout, live):
     out.writelines(line.raw for line in session.lines)
     out.flush()   # downstream persists the calls before any of them runs
     cwd = os.getcwd()
-    approver = runner.Approver(yes=yes, allow_file=os.environ.get("PANTO_ALLOW_FILE"))
+    approver = runner.Approver(yes=yes, rules=rules, report=report)
     try:
         entry, interrupted = runner.answer(session, approver, runner.Display(live, cwd),
                                            cwd=cwd, timeout=timeout)
     finally:
         approver.close()
-    if approver.allowed.problem:
-        cli.warn(NAME, approver.allowed.problem)
     if entry is None:
         return cli.OK
     out.write(stream.dumps(entry))

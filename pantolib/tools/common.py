@@ -24,8 +24,8 @@ def secrets(env=None):
 
 
 def without_keys(env=None):
-    """The environment for a command: no key variables, and no allowance file
-    (a command must not grant itself later calls)."""
+    """The environment for a command: no key variables, and not the path of
+    PANTO_ALLOW_FILE (a command is not told where rules are kept)."""
     from pantolib.secrets import without_keys as strip
 
     clean = strip(env)

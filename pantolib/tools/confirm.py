@@ -1,4 +1,4 @@
-"""Whether a call may run: --yes, an "always" allowance, or one key on the terminal.
+"""Whether a call may run: --yes, a rule (pantolib.permissions), or one key on the terminal.
 
 The question is asked on /dev/tty (stdin is the stream). It cannot be
 answered by accident: keys typed before it appears are discarded, it reads
@@ -6,79 +6,25 @@ one key in cbreak mode (no Enter), and text that arrives as a paste
 (bracketed paste, or several keys in one read) never answers it. The
 terminal's mode is restored however the question ends, Ctrl-C included.
 
-Allowances ("always") are kept in the file named by PANTO_ALLOW_FILE, one
-a line: `bash:NAME` (a bash command name), `write`, `edit`. Without that
-variable they last for this run only.
+"Always" adds this run's rule the question names (`[a]lways for 'git
+status' in this run`), kept in memory and, when panto started this
+panto-tool, reported to it on the channel it passed (--granted-fd), never in
+a file. Nothing is approved blind: when a write's content or an edit's diff
+is cut in the question, `v` shows all of it (a pager, or printed in full)
+and the question is asked again.
 """
 import os
 import re
 import signal
 
+from pantolib import permissions
 from pantolib.tools import show
 from pantolib.tools.common import outside, redact, resolve, secrets
 
-# a bash command line holding one of these is more than one simple command
-SEPARATORS = (";", "&", "|", "`", "$(", ">", "<", "\n")
-# commands whose job is to run another command: "always" for them would allow anything
-WRAPPERS = frozenset(
-    "sh bash zsh dash ksh fish env sudo doas su eval exec command builtin xargs nohup nice ionice "
-    "timeout time watch setsid stdbuf chroot unshare nsenter strace ltrace . source".split())
-_NAME = re.compile(r"[A-Za-z0-9_./+:@%-]+")
 _CSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
 PASTE_ON, PASTE_OFF = "\033[?2004h", "\033[?2004l"
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
-YES, NO, ALWAYS, INTERRUPT = "y", "n", "a", "\x03"
-
-
-def command_name(command):
-    """The command name "always" may allow for a bash command line, or None
-    when the line is not one simple command (then it is asked every time)."""
-    if any(s in command for s in SEPARATORS):
-        return None
-    words = re.split(r"[ \t]+", command.strip(" \t"))
-    first = words[0] if words else ""
-    if not _NAME.fullmatch(first) or os.path.basename(first) in WRAPPERS or first in WRAPPERS:
-        return None
-    return first
-
-
-class Allowances:
-    """What "always" allowed: in PANTO_ALLOW_FILE when it is set, else in memory."""
-
-    KEYS = re.compile(r"bash:[^\s]+|write|edit")
-
-    def __init__(self, path=None):
-        self.path = path or None
-        self.keys = set()
-        self.problem = None
-        if self.path:
-            try:
-                with open(self.path, encoding="utf-8", errors="replace") as f:
-                    self.keys = {k for k in (line.strip() for line in f) if self.KEYS.fullmatch(k)}
-            except FileNotFoundError:
-                pass
-            except OSError as e:
-                self.problem = f"cannot read the allowance file '{self.path}' ({e.strerror})"
-
-    def __contains__(self, key):
-        return key in self.keys
-
-    def add(self, key):
-        self.keys.add(key)
-        if not self.path:
-            return
-        try:
-            parent = os.path.dirname(self.path)
-            if parent and not os.path.isdir(parent):
-                os.makedirs(parent, mode=0o700, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, (key + "\n").encode())
-            finally:
-                os.close(fd)
-        except OSError as e:
-            self.problem = (f"cannot write the allowance file '{self.path}' ({e.strerror}): "
-                            f"'{key}' is allowed for this run only")
+YES, NO, ALWAYS, VIEW, INTERRUPT = "y", "n", "a", "v", "\x03"
 
 
 def split_keys(data, in_paste):
@@ -221,6 +167,35 @@ class Terminal:
                 return NO
             tell("other", f"(press {hint})")
 
+    def page(self, plain, styled):
+        """Show a whole text: through $PAGER (plain text), else `less -R`, else
+        printed in full. Ctrl-C belongs to the pager while it runs."""
+        import shlex
+        import shutil
+        import subprocess
+
+        pager = os.environ.get("PAGER", "").strip()
+        try:
+            argv = shlex.split(pager) if pager else (["less", "-R"] if shutil.which("less") else None)
+        except ValueError:
+            argv = None
+        text = plain if pager or not self.styled else styled
+        if argv:
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=self.fd, stderr=self.fd,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                try:
+                    p.communicate(text.encode("utf-8", "replace"))
+                except BrokenPipeError:     # the pager quit before reading it all
+                    p.wait()
+                return
+            except OSError:
+                pass                        # no such pager: printed in full below
+            finally:
+                signal.signal(signal.SIGINT, old)
+        self.write(text)
+
     def close(self):
         try:
             os.close(self.fd)
@@ -229,11 +204,13 @@ class Terminal:
 
 
 class Approver:
-    """Decides whether a call may run: --yes, an allowance, or the person."""
+    """Decides whether a call may run: --yes, a rule, or the person.
+    `report(rule)` is told of each rule an "always" answer adds."""
 
-    def __init__(self, yes=False, allow_file=None):
+    def __init__(self, yes=False, rules=None, report=None):
         self.yes = yes
-        self.allowed = Allowances(allow_file)
+        self.rules = rules if rules is not None else permissions.Rules()
+        self.report = report
         self.tty = None
         self.no_tty = False
 
@@ -244,46 +221,60 @@ class Approver:
         return self.tty
 
     def _question(self, name, args, cwd):
-        """(ask, key, where): whether to ask, what "always" would allow (None:
-        not offered) and, for a path outside the working directory, where it is."""
+        """(ask, offer, why, where): whether to ask, the rule "always" would
+        add (None: not offered), why it is not offered, and, for a path
+        outside the working directory, where it is."""
         if name == "bash":
-            cmd = command_name(str(args.get("command", "")))
-            key = f"bash:{cmd}" if cmd else None
-            return key is None or key not in self.allowed, key, None
+            verdict = permissions.check(str(args.get("command", "")), self.rules)
+            return not verdict.allowed, verdict.offer, verdict.note, None
         if name not in ("read", "write", "edit"):
-            return False, None, None
+            return False, None, None, None
         try:
             path = resolve(args.get("path") or "", cwd)
             out = outside(path, cwd)
         except (ValueError, OSError):
-            return name != "read", None, None
+            return name != "read", None, None, None
         where = os.path.realpath(path) if out else None
         if name == "read":
-            return out, None, where
+            return out, None, None, where
         if out:
-            return True, None, where
-        return name not in self.allowed, name, None
+            return True, None, None, where
+        why = permissions.protected(path)
+        if why:
+            return True, None, why, None
+        return self.rules.tool_rule(name) is None, permissions.Rule(name), None, None
 
     def decide(self, use, args, cwd):
         """(allowed, why not, asked): asked says the question showed the call."""
         name = use["name"]
-        ask, key, where = self._question(name, args, cwd)
+        ask, offer, why, where = self._question(name, args, cwd)
         if self.yes or not ask:
             return True, None, False
         tty = self._terminal()
         if tty is None:
-            why = f"'{name}' needs confirmation" if where is None else \
+            what = f"'{name}' needs confirmation" if where is None else \
                 f"reading '{args.get('path')}' outside the working directory needs confirmation"
-            return False, (f"not run: {why} and there is no terminal to ask "
-                           "(the user can allow tools with panto-tool --yes)"), False
-        question = redact(self._text(use, args, cwd, key, where, tty.styled), secrets())
-        answer = tty.ask(question, (YES, NO, ALWAYS) if key else (YES, NO))
+            hint = f"a rule such as '{offer.text}' in the user's allow file, or" if offer else "only"
+            return False, (f"not run: {what} and there is no terminal to ask "
+                           f"(the user can allow it with {hint} panto-tool --yes)"), False
+        keys = secrets()
+        rows, whole, hidden = self._shown(use, args, cwd, tty.styled)
+        question = redact(self._text(name, rows, offer, why, where, hidden, tty.styled), keys)
+        choices = (YES, NO) + ((ALWAYS,) if offer else ()) + ((VIEW,) if hidden else ())
+        while True:
+            answer = tty.ask(question, choices)
+            if answer != VIEW:
+                break
+            tty.write("view\n")
+            tty.page(redact("\n".join(whole(False)) + "\n", keys), redact("\n".join(whole(True)) + "\n", keys))
         if answer == YES:
             tty.write("yes\n")
             return True, None, True
         if answer == ALWAYS:
             tty.write("always\n")
-            self.allowed.add(key)
+            self.rules.add(offer, "this run")
+            if self.report is not None:
+                self.report(offer)
             return True, None, True
         tty.write("no\n")
         if answer is None:
@@ -291,20 +282,53 @@ class Approver:
         return False, f"not run: the user declined this '{name}' call", True
 
     @staticmethod
-    def _text(use, args, cwd, key, where, styled):
+    def _shown(use, args, cwd, styled):
+        """(rows of the question, whole(styled) -> every row, what the rows
+        leave out: None when nothing is cut)."""
         style = show.Style(styled)
         name = use["name"]
         rows = show.call(use, args, style, cwd=cwd, whole=True)
+        if name == "write":
+            content = show.lines_of(str(args.get("content", "")))
+            shown = content[:show.PREVIEW]
+            more = len(content) - len(shown)
+            long = sum(1 for r in shown if len(show.visible(r)) > show.LINE)
+
+            def whole(on):
+                s = show.Style(on)
+                return [show.header(name, show.summary(name, args), s)] + ["  " + show.visible(r) for r in content]
+        elif name == "edit":
+            full = show.diff(args, cwd, style, limit=None, width=None)
+            cut = show.diff(args, cwd, style)
+            more = max(0, len(full) - show.DIFF)
+            long = sum(1 for a, b in zip(cut[:show.DIFF], full) if a != b)
+
+            def whole(on):
+                s = show.Style(on)
+                return [show.header(name, show.summary(name, args), s)] + show.diff(args, cwd, s, limit=None, width=None)
+        else:
+            return rows, None, None
+        hidden = []
+        if more:
+            hidden.append(f"{more} more line{'s' * (more != 1)}{' of the diff' * (name == 'edit')} hidden")
+        if long:
+            hidden.append(f"{long} long line{'s' * (long != 1)} cut")
+        return rows, whole, ", ".join(hidden) or None
+
+    @staticmethod
+    def _text(name, rows, offer, why, where, hidden, styled):
+        style = show.Style(styled)
+        rows = list(rows)
         if where is not None:
             rows.append(f"  {style(show.RED, 'outside the working directory:')} {show.visible_line(where)}")
-            prompt = f"allow {name} outside the working directory? [y]es [n]o "
-        elif key is None:
-            prompt = f"allow {name}? [y]es [n]o (not one simple command: asked every time) "
-        elif name == "bash":
-            prompt = f"allow {name}? [y]es [n]o [a]lways for '{show.visible_line(key[5:])}' commands in this session "
+            prompt = f"allow {name} outside the working directory? [y]es [n]o"
+        elif offer is None:
+            prompt = f"allow {name}? [y]es [n]o ({show.visible_line(why or 'asked every time')})"
         else:
-            prompt = f"allow {name}? [y]es [n]o [a]lways allow {name} in this session "
-        return "\n".join(rows) + "\n" + style(show.BOLD, prompt)
+            prompt = f"allow {name}? [y]es [n]o [a]lways for '{show.visible_line(offer.shown)}' in this run"
+        if hidden:
+            prompt += f" [v]iew all ({hidden})"
+        return "\n".join(rows) + "\n" + style(show.BOLD, prompt + " ")
 
     def close(self):
         if self.tty is not None:

@@ -112,9 +112,10 @@ def _whole_lines(args, cwd):
     return before + old + after, before + new + after, text.count("\n", 0, begin) + 1
 
 
-def diff(args, cwd, style):
+def diff(args, cwd, style, limit=DIFF, width=LINE):
     """An edit as a diff of whole lines, numbered as in the file (old numbers
-    for removed lines, new ones for added and unchanged lines)."""
+    for removed lines, new ones for added and unchanged lines): at most
+    `limit` rows of at most `width` characters (None: all of it)."""
     import difflib
 
     old, new, first = _whole_lines(args, cwd)
@@ -129,14 +130,14 @@ def diff(args, cwd, style):
         rows += [("+", j, b[j]) for j in range(j1, j2)]
     if not rows:
         return [style(DIM, "  (no change)")]
-    width = len(str((first or 1) + max(len(a), len(b))))
     out = []
-    for mark, index, text in rows[:DIFF]:
-        number = f"{first + index:>{width}}" if first else " " * width
-        line = f"  {number} {mark} {_cut(visible(text), LINE)}".rstrip()
+    digits = len(str((first or 1) + max(len(a), len(b))))
+    for mark, index, text in (rows[:limit] if limit else rows):
+        number = f"{first + index:>{digits}}" if first else " " * digits
+        line = f"  {number} {mark} {_cut(visible(text), width) if width else visible(text)}".rstrip()
         out.append(style({"-": RED, "+": GREEN, " ": DIM}[mark], line))
-    if len(rows) > DIFF:
-        out.append(style(DIM, f"  … ({len(rows) - DIFF} more lines of the diff)"))
+    if limit and len(rows) > limit:
+        out.append(style(DIM, f"  … ({len(rows) - limit} more lines of the diff)"))
     return out
 
 

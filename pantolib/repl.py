@@ -90,13 +90,14 @@ class Turn:
 
 class Repl(Commands):
     def __init__(self, path=None, provider=None, model=None, yes=False, max_steps=25, tools=True,
-                 out=None, err=None, history=None, env=None):
+                 out=None, err=None, history=None, env=None, context_files=True):
         self.path = path            # the session file, once there is one
         self.provider = provider    # /model or -p: passed to panto-send
         self.model = model
         self.yes = yes
         self.max_steps = max_steps
         self.tools = tools
+        self.context_files = context_files     # AGENTS.md / CLAUDE.md into a new session's system prompt
         self.env = os.environ if env is None else env
         self.out = out or sys.stdout
         self.err = err or sys.stderr
@@ -134,6 +135,8 @@ class Repl(Commands):
             argv += ["--model", self.model]
         if prompt_file:
             argv += ["--file", prompt_file]
+        if not self.context_files:
+            argv.append("--no-context-files")
         return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send")
 
     def _source(self, at=None):
@@ -443,6 +446,28 @@ class Repl(Commands):
                      f"{'was' if len(waiting) == 1 else 'were'} never run and will "
                      "not be run now; type a prompt to go on]", RED)
 
+    def start_notes(self, session):
+        """After the banner: the instruction files a new session will read, and a missing API key."""
+        if session is None and self.context_files:
+            from pantolib import instructions
+
+            found = instructions.find(env=self.env)
+            if found.files:
+                names = ", ".join(terminal.visible_line(shown_path(p, self.env)) for p, _ in found.files)
+                self.say(f"instructions: {names}", DIM)
+            for note in found.notes:
+                self.say(terminal.visible_line(note), YELLOW)
+        from pantolib import providers
+        from pantolib.cmd import send
+
+        try:
+            _, options, key_var = providers.configure({"provider": self.provider, "model": self.model},
+                                                      session.active_model() if session is not None else None,
+                                                      self.env)
+            send._need_key(options, key_var)
+        except PantoError as e:
+            self.say(f"{e}: every request will fail until it is", RED)
+
     # -- the loop ------------------------------------------------------------------------
     def read_line(self):
         if self.editor is not None:
@@ -470,12 +495,17 @@ class Repl(Commands):
             self.out.flush()
         return text
 
-    def loop(self):
+    def loop(self, first=None):
+        """Prompts until Ctrl-D or /quit; first: a prompt given on the command line, sent at once."""
         interrupts = 0
         try:
             while True:
                 try:
-                    line = self.read_line()
+                    if first is not None:
+                        line, first = first, None
+                        self.say("> " + terminal.visible(line), BOLD)
+                    else:
+                        line = self.read_line()
                 except (terminal.Edit, KeyboardInterrupt) as e:
                     # Ctrl-C at the prompt, or just before it (then a signal)
                     how, text = (e.how, e.text) if isinstance(e, terminal.Edit) else ("interrupt", "")
@@ -589,3 +619,14 @@ def allow_file():
 def banner(r, session=None):
     provider, model, base = settings(r.provider, r.model, session, r.env)
     return f"panto — {provider}: {model} @ {base}"
+
+
+def shown_path(path, env=None):
+    """A path for a person: relative below the working directory, ~ for the home directory."""
+    env = os.environ if env is None else env
+    cwd, home = os.getcwd(), env.get("HOME") or ""
+    if path.startswith(cwd + os.sep):
+        return os.path.relpath(path, cwd)
+    if home and path.startswith(home.rstrip(os.sep) + os.sep):
+        return "~" + path[len(home.rstrip(os.sep)):]
+    return path

@@ -21,7 +21,7 @@ import sys
 import time
 
 from pantolib import paths, terminal
-from pantolib.commands import Commands, plural, settings
+from pantolib.commands import Commands, names, plural, settings
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session, write_fd
 
@@ -108,7 +108,9 @@ class Repl(Commands):
         self.interactive = _isatty(sys.stdin) and shown_on is not None
         self.echo = not _isatty(sys.stdin)   # a transcript reads better with the prompts in it
         self.history = history or History(None)
-        self.editor = terminal.LineEditor(0, shown_on.fileno(), self.history.lines) if self.interactive else None
+        self.editor = terminal.LineEditor(0, shown_on.fileno(), self.history.lines, names()) \
+            if self.interactive else None
+        self._held = None           # the terminal's mode while keys are held (a turn runs)
         self.session = None         # the session as the last pipeline left it
         self._echo = None           # (bytes, Session) of the last echo, to read the next one quickly
         self.branch = None          # /rewind: the entry the next prompt continues from
@@ -237,6 +239,34 @@ class Repl(Commands):
         if session.header is not None:
             self._echo = (data, session)
         return session
+
+    # -- keys typed while a turn runs ------------------------------------------------------
+    def hold_keys(self):
+        """No echo while a turn runs: keys typed wait, unseen, for the next
+        prompt (the line editor reads them first). The terminal
+        stays in line mode, so panto-tool's question (which takes it raw and
+        flushes what was typed before it) is still told from a turn."""
+        import termios
+
+        if self.editor is None or self._held is not None:
+            return
+        try:
+            self._held = termios.tcgetattr(0)
+            quiet = termios.tcgetattr(0)
+            quiet[3] &= ~(termios.ECHO | termios.ECHONL)
+            termios.tcsetattr(0, termios.TCSANOW, quiet)
+        except (termios.error, OSError):
+            self._held = None
+
+    def release_keys(self):
+        import termios
+
+        held, self._held = self._held, None
+        if held is not None:
+            try:
+                termios.tcsetattr(0, termios.TCSANOW, held)   # TCSANOW: what was typed stays
+            except (termios.error, OSError):
+                pass
 
     @staticmethod
     def _line_mode():
@@ -526,6 +556,7 @@ class Repl(Commands):
                     if self.editor.interrupted_ahead():     # Enter, then at once Ctrl-C
                         self.say("[cancelled]", RED)
                         continue
+                self.hold_keys()
                 try:
                     if text.startswith("/") and not text.startswith("//"):
                         if not self.command(text):
@@ -536,6 +567,8 @@ class Repl(Commands):
                     self.turn(line)
                 except KeyboardInterrupt:  # between two pipelines: the session is whole
                     self.say("[cancelled]", RED)
+                finally:
+                    self.release_keys()
                 if self.tty:
                     self.out.write("\n")
         finally:

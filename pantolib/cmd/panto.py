@@ -75,12 +75,11 @@ def main(argv=None):
     if resume:
         try:
             path = resume_path(args["ID"] if args["--resume"] else None)
-        except AmbiguousId as e:
-            from pantolib.errors import PantoError
-
+        except AmbiguousId as e:     # the error line, then the candidates, one a line
+            cli.warn(NAME, f"session id '{e.prefix}' is ambiguous: {len(e.found)} sessions match "
+                           "(give more of it: one of these)")
             sys.stderr.write("".join(line + "\n" for line in e.listing()))
-            raise PantoError(f"session id '{e.prefix}' is ambiguous: {len(e.found)} sessions match "
-                             "(give more of it: one of the ids above)") from None
+            return cli.FAIL
     allow_dir, allow = repl.allow_file()
     os.environ["PANTO_ALLOW_FILE"] = allow
     try:

@@ -46,7 +46,8 @@ class LiveReply:
         self.seen = False
         out = repl.out
         self.md = Renderer(out, tty=repl.tty, color=repl.color,
-                           width=lambda: terminal.size(out.fileno())[0] if repl.tty else 80)
+                           width=lambda: terminal.size(out.fileno())[0] if repl.tty else 80,
+                           height=lambda: terminal.size(out.fileno())[1] if repl.tty else 24)
 
     def feed(self, data):
         text = self.hold + self.decoder.decode(data, final=not data)
@@ -163,12 +164,18 @@ class Repl(Commands):
         spin = terminal.Spinner(self.err, label)
         live = LiveReply(self)
         has_tool = any(c.role == "tool" for c in pipe.commands)
-        # panto-tool asks its questions on the terminal itself: the spinner is
-        # drawn while a tool runs only when nothing may be half-drawn there (its
-        # last output ended a line, a while ago) and no question is open (the
-        # terminal is in line mode, as panto leaves it; a question takes it raw)
+        # panto-tool asks its questions on /dev/tty itself, not through its pty,
+        # so nothing tells the REPL a question is coming: the spinner is drawn
+        # while a tool runs only once panto-tool has shown that a call runs
+        # (its account of the call on the pty, or a question answered: the
+        # terminal back in line mode after being raw), when nothing may be
+        # half-drawn (its last output ended a line, a while ago) and no
+        # question is open (line mode, as panto leaves it; a question takes it
+        # raw). Never on a timer alone: a slow start of panto-tool would put
+        # the spinner in front of the question.
         state = {"line_open": False, "shown": False, "asked": False, "quiet": time.monotonic()}
         start = time.monotonic()
+        model = {"start": start}    # the model's time starts when the tools are done
 
         def tick(p):
             if p.interrupts or live.seen:
@@ -176,11 +183,12 @@ class Repl(Commands):
                 return
             if p.running("tool"):
                 now = time.monotonic()
+                model["start"] = now
                 if not self._line_mode():      # a question is open: never draw over it
                     state["asked"] = True
                     spin.forget()
                 elif (not state["line_open"] and now - state["quiet"] > 0.3
-                        and (self.yes or state["shown"] or state["asked"] or now - start > 1.0)):
+                        and (self.yes or state["shown"] or state["asked"])):
                     if spin.label != "running ":
                         spin.restart("running ")
                     spin.tick()
@@ -191,6 +199,8 @@ class Repl(Commands):
 
         def output(cmd, data):
             spin.stop()
+            if cmd.role == "tool":
+                model["start"] = time.monotonic()
             if cmd.role == "send":
                 live.feed(data) if data else None
             elif data:
@@ -203,7 +213,7 @@ class Repl(Commands):
         finally:
             spin.stop()
             live.end()
-        seconds = time.monotonic() - start
+        seconds = time.monotonic() - (model["start"] if has_tool else start)
         session = self._read_back(data)
         if self.path is None and session is not None and session.header is not None:
             candidate = paths.session_path(session.header)
@@ -458,7 +468,8 @@ class Repl(Commands):
                     self.say("> " + terminal.visible(b["text"]), BOLD)
                 elif t == "text" and m["role"] == "assistant":
                     md = Renderer(self.out, self.tty, self.color,
-                                  width=lambda: terminal.size(self.out.fileno())[0] if self.tty else 80)
+                                  width=lambda: terminal.size(self.out.fileno())[0] if self.tty else 80,
+                                  height=lambda: terminal.size(self.out.fileno())[1] if self.tty else 24)
                     md.text(b["text"])
                     md.end()
                 elif t == "toolUse":

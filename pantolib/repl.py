@@ -140,7 +140,10 @@ class Repl(Commands):
             argv += ["--file", prompt_file]
         if not self.context_files:
             argv.append("--no-context-files")
-        return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send")
+        # its pty is read by LiveReply, never shown as it is: thinking marked dim
+        # there even with NO_COLOR, which the REPL's own drawing honours
+        env = {k: v for k, v in self.env.items() if k != "NO_COLOR"} if "NO_COLOR" in self.env else None
+        return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send", env=env)
 
     def _source(self, at=None):
         if not self.path:

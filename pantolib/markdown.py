@@ -172,8 +172,8 @@ class Renderer:
     def _complete(self):
         line, old = self.line, self.rows or []
         table = self.mode == "text" and self.fence is None and _TABLE_ROW.fullmatch(line)
-        if not table:
-            self._end_table()
+        if not table and self.table and self._end_table(below=len(old)):
+            old = []            # the line was drawn under the table, and erased with it
         if self.mode == "thinking":
             styled = plain = self._layout(line, final=True)
             if self.color:
@@ -209,10 +209,12 @@ class Renderer:
             self.marked = self.marked or not self.color
         self.line, self.rows = "", None
 
-    def _end_table(self):
-        """The table read so far has ended: draw it aligned (or, not a table, as it is)."""
+    def _end_table(self, below=0):
+        """The table read so far has ended: draw it aligned (or, not a table,
+        as it is). below: rows of the line after it drawn already (the cursor
+        on the last of them); True when they were erased."""
         if not self.table:
-            return
+            return False
         lines, self.table = self.table, []
         drawn = sum(n for _, n in lines)
         aligned = table_rows([ln for ln, _ in lines], self._cols(), self._inline if self.color else None)
@@ -223,8 +225,12 @@ class Renderer:
                     self._put("\n".join(plain[a:b] for a, b in wrap(plain, self._cols())) + "\n")
             else:
                 self._put("\n".join(aligned) + "\n")
-        elif aligned is not None and drawn <= self.height() - 2:
-            self._put("\r" + f"\x1b[{drawn}A" + "\x1b[J" + "\n".join(aligned) + "\n")
+            return False
+        up = drawn + max(below - 1, 0)
+        if aligned is not None and up <= self.height() - 2:
+            self._put("\r" + f"\x1b[{up}A" + "\x1b[J" + "\n".join(aligned) + "\n")
+            return below > 0
+        return False
 
     # -- what a line looks like ----------------------------------------------
     def _layout(self, line, final):

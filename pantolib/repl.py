@@ -170,12 +170,13 @@ class Repl(Commands):
         # panto-tool asks its questions on /dev/tty itself, not through its pty,
         # so nothing tells the REPL a question is coming: the spinner is drawn
         # while a tool runs only once panto-tool has shown that a call runs
-        # (its account of the call on the pty, or a question answered: the
-        # terminal back in line mode after being raw), when nothing may be
-        # half-drawn (its last output ended a line, a while ago) and no
-        # question is open (line mode, as panto leaves it; a question takes it
-        # raw). Never on a timer alone: a slow start of panto-tool would put
-        # the spinner in front of the question.
+        # (its account of the call on the pty, or a question asked: the
+        # terminal taken out of line mode, or opened by panto-tool, which it
+        # does for its first question), when nothing may be half-drawn (its
+        # last output ended a line, a while ago: a question opened then is
+        # drawn by now) and no question is open (line mode, as panto leaves
+        # it; a question takes it raw). Never on a timer alone: a slow start
+        # of panto-tool would put the spinner in front of the question.
         state = {"line_open": False, "shown": False, "asked": False, "quiet": time.monotonic()}
         start = time.monotonic()
         model = {"start": start}    # the model's time starts when the tools are done
@@ -190,6 +191,8 @@ class Repl(Commands):
                 if not self._line_mode():      # a question is open: never draw over it
                     state["asked"] = True
                     spin.forget()
+                elif not state["asked"] and not self.yes and _has_terminal_open(p, "tool"):
+                    state.update(asked=True, quiet=now)     # a question was asked, or is being drawn
                 elif (not state["line_open"] and now - state["quiet"] > 0.3
                         and (self.yes or state["shown"] or state["asked"])):
                     if spin.label != "running ":
@@ -589,6 +592,18 @@ class Repl(Commands):
             if self.editor is not None:
                 self.editor.write(terminal.PASTE_OFF)
                 self.out.flush()
+
+
+def _has_terminal_open(pipe, role):
+    """Whether the command of that role holds panto's terminal open (Linux:
+    /proc; elsewhere False): panto-tool opens it for its first question."""
+    try:
+        ttys = ("/dev/tty", os.ttyname(0))
+        proc = next(c.proc for c in pipe.commands if c.role == role)
+        fds = f"/proc/{proc.pid}/fd"
+        return any(os.readlink(os.path.join(fds, fd)) in ttys for fd in os.listdir(fds))
+    except (OSError, StopIteration):
+        return False
 
 
 def _isatty(f):

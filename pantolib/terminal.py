@@ -412,7 +412,6 @@ class LineEditor:
         finally:
             self._restore(old)
 
-
     def _complete_word(self, buf):
         """(the text, the choices to show or ""): Tab at the end of `/wo`."""
         match = [w for w in self.words if w.startswith(buf)]
@@ -426,6 +425,7 @@ class LineEditor:
         if common != buf:
             return common, ""
         return buf, "  ".join(match)
+
 
 def _complete(seq):
     """Length of the complete CSI/SS3 sequence at the start of seq, or 0."""

@@ -182,3 +182,13 @@ def test_no_color_thinking_is_marked_and_apart():
     assert rows[0].startswith("thinking: first I will")
     assert "" in rows[1:rows.index("The answer.")]      # a blank line between thinking and answer
     assert "\x1b" not in out.getvalue()
+
+
+@pytest.mark.parametrize("color", [True, False])
+def test_a_table_ended_by_a_line_that_starts_like_a_row(color):
+    text = "| a | b |\n|---|---|\n| 1 | 2 |\n| not a row, a long line that wraps over more than one row of the screen\nend\n"
+    s, _ = draw(text, cols=30, color=color)
+    rows = [r for r in s.text() if r]
+    assert rows[:3] == ["a │ b", "──┼──", "1 │ 2"], rows
+    assert " ".join(rows[3:-1]) == "| not a row, a long line that wraps over more than one row of the screen"
+    assert rows[-1] == "end"

@@ -155,6 +155,7 @@ def test_tree_draws_branches_with_glyphs(isolated, srv, env):
     t.line("/tree")
     t.expect("\r\n")
     shown = t.expect("\x1b[?2004h")     # up to the next prompt
+    t.expect("> ")                      # drawn by the line editor: Ctrl-D is a key now
     assert t.quit() == 0
     rows = [r for r in shown.replace("\r", "").split("\n") if r.strip()]
     assert rows == ["● > first prompt", "● ⏺ one", "● > second prompt", "  ├─ ⏺ two", "● └─ ⏺ two again"], rows
@@ -171,6 +172,7 @@ def test_tree_rows_fit_the_width(isolated, srv, env):
     t.line("/tree")
     t.expect("\r\n")
     shown = t.expect("\x1b[?2004h")     # up to the next prompt
+    t.expect("> ")                      # drawn by the line editor: Ctrl-D is a key now
     assert t.quit() == 0
     import re
 

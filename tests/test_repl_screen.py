@@ -10,7 +10,7 @@ import pytest
 
 from sse_server import Server, an_block, an_delta, an_end, an_start, an_stop, anthropic_stream, \
     openai_text, openai_tools
-from test_panto import KEY, Term, read_entries, session_files, usage
+from test_panto import KEY, Term, usage
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"

@@ -199,3 +199,36 @@ def test_compact_with_nothing_to_compact_says_so_without_a_usage_line(isolated, 
     assert " out" not in said and "--keep" not in said and "panto-send" not in said
     assert len(srv.requests) == 1
     assert t.quit() == 0
+
+
+def test_keys_typed_while_the_spinner_turns_are_not_drawn_into_it(isolated, srv, env):
+    srv.push(openai_text("", pieces=["Answer."], gate_after=1), openai_text("again"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("wait for it")
+    t.expect(" waiting ")                 # the spinner turns: nothing of the reply yet
+    t.send("AHEAD")
+    srv.open_gate()
+    during = t.expect("Answer.")
+    t.expect("> ")
+    t.expect("AHEAD")
+    assert "AHEAD" not in during
+    t.send("\x15")                         # Ctrl-U: the typed-ahead text is the person's to keep or drop
+    assert t.quit() == 0
+    assert len(srv.requests) == 1
+
+
+def test_the_spinner_is_erased_before_a_note(isolated, srv, env):
+    from sse_server import error_reply
+
+    srv.push(error_reply(429, "slow down", headers={"retry-after": "1"}), openai_text("After the retry."))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("busy server")
+    t.expect("retrying")
+    t.expect("After the retry.")
+    t.expect("> ")
+    assert t.quit() == 0
+    rows = [r for r in t.vt().text() if "retrying" in r]
+    assert rows and not any(f in r for r in rows for f in FRAMES), rows
+    assert rows[0].startswith("panto-send: ")

@@ -14,10 +14,10 @@ HELP = """\
 commands:
   /model PROVIDER MODEL   switch model (openai or anthropic) from the next prompt on
   /model                  show the model in use
-  /edit                   write the prompt in $EDITOR
+  /edit                   write the prompt in $EDITOR (back at the prompt: Enter sends it)
   /retry                  send the last prompt again (after a reply: a new reply beside it)
-  /rewind [N | ID]        list the earlier prompts; take back prompt N (or entry ID)
-  /tree                   the session's entries as a tree, branches included
+  /rewind [N | ID]        take back prompt N (or entry ID); alone: list them and ask which
+  /tree                   the prompts and replies as a tree, branches included (● the path in use)
   /fork                   go on in a new session file holding this conversation
   /name TITLE             give the session a title
   /compact [TEXT]         summarize the older part of the conversation (TEXT: what to keep)
@@ -27,10 +27,18 @@ commands:
   /help                   this help
   /quit                   leave (Ctrl-D does too)
 keys: Enter sends; a line ending in \\ goes on on the next line; a paste is one prompt;
-Up/Down history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end; Ctrl-W word back;
+Tab completes a /command; Up/Down history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end;
+Ctrl-W word back;
 Ctrl-C cancels the running request or tool (at the prompt: clears the line).\
 """
 DIM, RED, BOLD = "\033[2m", "\033[31m", "\033[1m"
+
+
+def names():
+    """The /commands, as HELP lists them (what Tab completes)."""
+    import re
+
+    return sorted(set(re.findall(r"^  (/[a-z]+)", HELP, re.M)))
 
 
 def plural(n, word, many=None):
@@ -79,7 +87,12 @@ class Commands:
             self.say(self.path or "no session file yet (it is created by the first reply)")
         elif name == "/edit":
             text = self.edit_prompt(rest)
-            if text:
+            if text and self.editor is not None:
+                self.prefill = text     # back at the prompt for a last look: Enter sends it
+            elif text:
+                lines = text.split("\n")
+                more = f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
+                self.say("> " + terminal.visible(lines[0]) + more, BOLD)
                 self.turn(text)
         elif name == "/retry":
             self.retry()
@@ -87,7 +100,7 @@ class Commands:
             self.rewind(rest)
         elif name == "/tree":
             if self._need_file():
-                self._show(command_argv("panto-log", "tree", self.path))
+                self.tree()
         elif name == "/fork":
             self.fork()
         elif name == "/name":
@@ -162,8 +175,14 @@ class Commands:
             for i, (e, text) in enumerate(found, 1):
                 first = terminal.visible_line(text.strip().split("\n")[0])[:100]
                 self.say(f"{i:3}  {e['id'][:8]}  {first}")
-            self.say("/rewind N (or an id) takes that prompt back: the next prompt replaces it", DIM)
-            return
+            arg = self.ask_line("rewind to (number, Enter to cancel): ").strip()
+            if not arg:
+                self.say("nothing taken back", DIM)
+                return
+            if not (arg.isdigit() and 1 <= int(arg) <= len(found)):
+                self.say(f"'{terminal.visible_line(arg)[:40]}' is not a number from 1 to {len(found)}: "
+                         "nothing taken back", RED)
+                return
         chosen = None
         if arg.isdigit() and 1 <= int(arg) <= len(found):
             chosen = found[int(arg) - 1]
@@ -210,9 +229,26 @@ class Commands:
         if statuses != [0] or session is None or session.header is None:
             self.say("cannot fork: the new session could not be written", RED)
             return
-        self.path = paths.session_path(session.header)
+        old_path, self.path = self.path, paths.session_path(session.header)
         self.session, self.branch = session, None
+        self._keep_title(old_path, session)
         self.say(f"forked: now in session {header['id']} (from {old.get('id')})")
+
+    def _keep_title(self, old_path, session):
+        """The title (/name) of the session forked from, written into the new file when its path lacks it."""
+        from pantolib import scan
+
+        try:
+            title = scan.summarize(old_path).name
+        except (OSError, scan.NotASession):
+            return
+        if title is None:
+            return
+        names = [e.get("name") for e in session.by_id.values() if e.get("type") == "sessionInfo"]
+        if names and names[-1] == title:
+            return
+        if not self._show(command_argv("panto-log", "name", title, self.path)):
+            self.say("the title was not kept in the new session (/name TITLE gives it one)", RED)
 
     def _sink_new(self):
         return Cmd(command_argv("panto-log", "append", sigint=False))
@@ -220,7 +256,11 @@ class Commands:
     def compact(self, instructions=None, at=None, keep=None):
         """Compact the session (panto-send --compact); True when it worked.
         By itself panto keeps only the last prompt (keep=1): the context is full."""
+        if not self._compactable(at, keep):
+            self.say("nothing to compact yet", DIM)
+            return False
         extra = ["--compact"] + (["--keep", str(keep)] if keep else []) + ([instructions] if instructions else [])
+        before = self.session.leaf if self.session is not None else None
         t = self.step(self._source(at=at) + [self._send(extra=extra), self._sink()], "compacting ")
         if t.cancelled:
             self.say("[cancelled]", RED)
@@ -229,9 +269,26 @@ class Commands:
             self.say("[compaction failed]", RED)
             return False
         self.branch = None
+        if t.session is None or t.session.leaf == before or \
+                t.session.by_id.get(t.session.leaf, {}).get("type") != "compaction":
+            self.say("nothing to compact yet", DIM)      # no request was made: no usage line
+            return False
         self.fill = None
         self._report(t)
         return True
+
+    def _compactable(self, at, keep):
+        """Whether the conversation has a part before the kept prompts to summarize (compaction.py's rule);
+        True when it cannot be told here (the send decides then)."""
+        from pantolib import compaction
+
+        if self.session is None or (at or self.branch):
+            return True
+        try:
+            _, _, kept = self.session.context()
+        except (KeyError, TypeError, ValueError):
+            return True
+        return compaction.cut(kept, keep or compaction.DEFAULT_KEEP) > 0
 
     def allowed(self, arg):
         from pantolib import permissions
@@ -267,6 +324,8 @@ class Commands:
                 f.write(initial)
             # Ctrl-C belongs to the editor while it runs, not to panto
             old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            held = self._held is not None
+            self.release_keys()     # the editor gets the terminal as the person left it
             try:
                 status = subprocess.call(shlex.split(editor) + [name],
                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -275,6 +334,8 @@ class Commands:
                 return None
             finally:
                 signal.signal(signal.SIGINT, old)
+                if held:
+                    self.hold_keys()
             if status != 0:
                 self.say(f"the editor exited with status {status}: nothing sent", RED)
                 return None
@@ -289,7 +350,125 @@ class Commands:
         if not text.strip():
             self.say("empty prompt: nothing sent", DIM)
             return None
-        lines = text.split("\n")
-        self.say("> " + terminal.visible(lines[0]) + (f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""),
-                 BOLD)
         return text
+
+    # -- questions and the tree --------------------------------------------------------
+    def ask_line(self, question):
+        """A line typed in answer to a question on its own line ("" for Enter, Ctrl-C or Ctrl-D)."""
+        import sys
+
+        if self.editor is not None:
+            self.out.flush()
+            try:
+                return self.editor.read(question, history=False)
+            except (terminal.Edit, KeyboardInterrupt):
+                return ""
+        self.out.write(question)
+        line = sys.stdin.readline()
+        if self.echo:
+            self.out.write(line if line.endswith("\n") else line + "\n")
+        self.out.flush()
+        return line.rstrip("\n")
+
+    def tree(self):
+        """The session file's prompts and replies as a tree (tree_rows)."""
+        statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.path))]).run()
+        try:
+            session = read_session(data) if statuses == [0] else None
+        except PantoError:
+            session = None
+        if session is None:
+            self.say("cannot read the session to draw its tree", RED)
+            return
+        leaf = self.branch or (self.session.leaf if self.session is not None else None)
+        if leaf not in session.by_id:
+            leaf = session.leaf
+        cols = terminal.size(self.out.fileno())[0] if self.tty else 80
+        rows = tree_rows(session, leaf, cols)
+        if not rows:
+            self.say("no prompts yet")
+        for text, active in rows:
+            self.say(text, BOLD if active else "")
+
+
+def _label(entry):
+    """A tree row's text for an entry it shows, or None for one it passes over
+    (the system prompt, tool results, titles and entries of unknown types)."""
+    if entry.get("type") == "compaction":
+        return "≡ [compacted]"
+    if entry.get("type") != "message":
+        return None
+    msg = entry["message"]
+    texts = [b.get("text", "") for b in msg["content"] if b.get("type") == "text"]
+    if msg["role"] == "user" and texts:
+        return "> " + texts[-1]
+    if msg["role"] == "assistant":
+        calls = [f"[{b.get('name')}]" for b in msg["content"] if b.get("type") == "toolUse"]
+        return "⏺ " + " ".join(([texts[0]] if texts and texts[0].strip() else []) + calls)
+    return None
+
+
+def tree_rows(session, leaf, cols):
+    """[(row, on the active path)]: one row per prompt and reply, in file order.
+    A chain of single children stays at one depth; where an entry has several
+    children each starts a branch drawn with `├─` / `└─`, so siblings are at
+    the same depth. Rows on the path to leaf start with `●`; each row is cut
+    to cols - 1 columns."""
+    from pantolib.conversation import chain
+
+    parent_of = {eid: e.get("parentId") for eid, e in session.by_id.items()}
+    active = set(chain(parent_of, leaf)) if leaf in parent_of else set()
+    labels = {eid: _label(e) for eid, e in session.by_id.items()}
+
+    def shown_parent(eid):
+        p, seen = parent_of.get(eid), set()
+        while p is not None and labels.get(p) is None and p not in seen:
+            seen.add(p)
+            p = parent_of.get(p)
+        return p if p in labels else None
+
+    kids = {}
+    for eid in session.by_id:           # file order
+        if labels[eid] is not None:
+            kids.setdefault(shown_parent(eid), []).append(eid)
+    rows = []
+
+    def draw(eid, lead, rest):
+        while True:
+            text = terminal.visible_line(labels[eid].strip())
+            on = eid in active
+            rows.append((("● " if on else "  ") + lead + text, on))
+            below = kids.get(eid, [])
+            if len(below) != 1:
+                break
+            eid, lead = below[0], rest
+        for i, k in enumerate(below):
+            last = i == len(below) - 1
+            todo.append((k, rest + ("└─ " if last else "├─ "), rest + ("   " if last else "│  ")))
+
+    roots = kids.get(None, [])
+    todo = []
+    if len(roots) == 1:
+        todo.append((roots[0], "", ""))
+    else:
+        todo += [(k, "└─ " if i == len(roots) - 1 else "├─ ", "   " if i == len(roots) - 1 else "│  ")
+                 for i, k in enumerate(roots)]
+    todo.reverse()
+    while todo:             # depth first without recursion: a long session is not a deep stack
+        n = len(todo)
+        draw(*todo.pop())
+        todo[n - 1:] = todo[n - 1:][::-1]
+    return [(_fit(text, cols - 1), on) for text, on in rows]
+
+
+def _fit(text, cols):
+    if terminal.text_width(text) <= cols:
+        return text
+    out, w = [], 0
+    for ch in text:
+        cw = terminal.cell_width(ch)
+        if w + cw > cols - 1:
+            break
+        out.append(ch)
+        w += cw
+    return "".join(out) + "…"

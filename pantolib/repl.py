@@ -21,7 +21,7 @@ import sys
 import time
 
 from pantolib import paths, terminal
-from pantolib.commands import Commands, plural, settings
+from pantolib.commands import Commands, names, plural, settings
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session, write_fd
 
@@ -46,7 +46,8 @@ class LiveReply:
         self.seen = False
         out = repl.out
         self.md = Renderer(out, tty=repl.tty, color=repl.color,
-                           width=lambda: terminal.size(out.fileno())[0] if repl.tty else 80)
+                           width=lambda: terminal.size(out.fileno())[0] if repl.tty else 80,
+                           height=lambda: terminal.size(out.fileno())[1] if repl.tty else 24)
 
     def feed(self, data):
         text = self.hold + self.decoder.decode(data, final=not data)
@@ -90,13 +91,14 @@ class Turn:
 
 class Repl(Commands):
     def __init__(self, path=None, provider=None, model=None, yes=False, max_steps=25, tools=True,
-                 out=None, err=None, history=None, env=None):
+                 out=None, err=None, history=None, env=None, context_files=True):
         self.path = path            # the session file, once there is one
         self.provider = provider    # /model or -p: passed to panto-send
         self.model = model
         self.yes = yes
         self.max_steps = max_steps
         self.tools = tools
+        self.context_files = context_files     # AGENTS.md / CLAUDE.md into a new session's system prompt
         self.env = os.environ if env is None else env
         self.out = out or sys.stdout
         self.err = err or sys.stderr
@@ -107,7 +109,9 @@ class Repl(Commands):
         self.interactive = _isatty(sys.stdin) and shown_on is not None
         self.echo = not _isatty(sys.stdin)   # a transcript reads better with the prompts in it
         self.history = history or History(None)
-        self.editor = terminal.LineEditor(0, shown_on.fileno(), self.history.lines) if self.interactive else None
+        self.editor = terminal.LineEditor(0, shown_on.fileno(), self.history.lines, names()) \
+            if self.interactive else None
+        self._held = None           # the terminal's mode while keys are held (a turn runs)
         self.session = None         # the session as the last pipeline left it
         self._echo = None           # (bytes, Session) of the last echo, to read the next one quickly
         self.branch = None          # /rewind: the entry the next prompt continues from
@@ -136,7 +140,12 @@ class Repl(Commands):
             argv += ["--model", self.model]
         if prompt_file:
             argv += ["--file", prompt_file]
-        return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send")
+        if not self.context_files:
+            argv.append("--no-context-files")
+        # its pty is read by LiveReply, never shown as it is: thinking marked dim
+        # there even with NO_COLOR, which the REPL's own drawing honours
+        env = {k: v for k, v in self.env.items() if k != "NO_COLOR"} if "NO_COLOR" in self.env else None
+        return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send", env=env)
 
     def _source(self, at=None):
         if not self.path:
@@ -194,12 +203,19 @@ class Repl(Commands):
         spin = terminal.Spinner(self.err, label)
         live = LiveReply(self)
         has_tool = any(c.role == "tool" for c in pipe.commands)
-        # panto-tool asks its questions on the terminal itself: the spinner is
-        # drawn while a tool runs only when nothing may be half-drawn there (its
-        # last output ended a line, a while ago) and no question is open (the
-        # terminal is in line mode, as panto leaves it; a question takes it raw)
+        # panto-tool asks its questions on /dev/tty itself, not through its pty,
+        # so nothing tells the REPL a question is coming: the spinner is drawn
+        # while a tool runs only once panto-tool has shown that a call runs
+        # (its account of the call on the pty, or a question asked: the
+        # terminal taken out of line mode, or opened by panto-tool, which it
+        # does for its first question), when nothing may be half-drawn (its
+        # last output ended a line, a while ago: a question opened then is
+        # drawn by now) and no question is open (line mode, as panto leaves
+        # it; a question takes it raw). Never on a timer alone: a slow start
+        # of panto-tool would put the spinner in front of the question.
         state = {"line_open": False, "shown": False, "asked": False, "quiet": time.monotonic()}
         start = time.monotonic()
+        model = {"start": start}    # the model's time starts when the tools are done
 
         def tick(p):
             if p.interrupts or live.seen:
@@ -207,11 +223,14 @@ class Repl(Commands):
                 return
             if p.running("tool"):
                 now = time.monotonic()
+                model["start"] = now
                 if not self._line_mode():      # a question is open: never draw over it
                     state["asked"] = True
                     spin.forget()
+                elif not state["asked"] and not self.yes and _has_terminal_open(p, "tool"):
+                    state.update(asked=True, quiet=now)     # a question was asked, or is being drawn
                 elif (not state["line_open"] and now - state["quiet"] > 0.3
-                        and (self.yes or state["shown"] or state["asked"] or now - start > 1.0)):
+                        and (self.yes or state["shown"] or state["asked"])):
                     if spin.label != "running ":
                         spin.restart("running ")
                     spin.tick()
@@ -222,6 +241,8 @@ class Repl(Commands):
 
         def output(cmd, data):
             spin.stop()
+            if cmd.role == "tool":
+                model["start"] = time.monotonic()
             if cmd.role == "send":
                 live.feed(data) if data else None
             elif data:
@@ -234,7 +255,7 @@ class Repl(Commands):
         finally:
             spin.stop()
             live.end()
-        seconds = time.monotonic() - start
+        seconds = time.monotonic() - (model["start"] if has_tool else start)
         session = self._read_back(data)
         if self.path is None and session is not None and session.header is not None:
             candidate = paths.session_path(session.header)
@@ -270,6 +291,34 @@ class Repl(Commands):
         if session.header is not None:
             self._echo = (data, session)
         return session
+
+    # -- keys typed while a turn runs ------------------------------------------------------
+    def hold_keys(self):
+        """No echo while a turn runs: keys typed wait, unseen, for the next
+        prompt (the line editor reads them first). The terminal
+        stays in line mode, so panto-tool's question (which takes it raw and
+        flushes what was typed before it) is still told from a turn."""
+        import termios
+
+        if self.editor is None or self._held is not None:
+            return
+        try:
+            self._held = termios.tcgetattr(0)
+            quiet = termios.tcgetattr(0)
+            quiet[3] &= ~(termios.ECHO | termios.ECHONL)
+            termios.tcsetattr(0, termios.TCSANOW, quiet)
+        except (termios.error, OSError):
+            self._held = None
+
+    def release_keys(self):
+        import termios
+
+        held, self._held = self._held, None
+        if held is not None:
+            try:
+                termios.tcsetattr(0, termios.TCSANOW, held)   # TCSANOW: what was typed stays
+            except (termios.error, OSError):
+                pass
 
     @staticmethod
     def _line_mode():
@@ -465,7 +514,8 @@ class Repl(Commands):
                     self.say("> " + terminal.visible(b["text"]), BOLD)
                 elif t == "text" and m["role"] == "assistant":
                     md = Renderer(self.out, self.tty, self.color,
-                                  width=lambda: terminal.size(self.out.fileno())[0] if self.tty else 80)
+                                  width=lambda: terminal.size(self.out.fileno())[0] if self.tty else 80,
+                                  height=lambda: terminal.size(self.out.fileno())[1] if self.tty else 24)
                     md.text(b["text"])
                     md.end()
                 elif t == "toolUse":
@@ -482,6 +532,28 @@ class Repl(Commands):
             self.say(f"[the last turn was interrupted: {plural(len(waiting), 'tool call')} "
                      f"{'was' if len(waiting) == 1 else 'were'} never run and will "
                      "not be run now; type a prompt to go on]", RED)
+
+    def start_notes(self, session):
+        """After the banner: the instruction files a new session will read, and a missing API key."""
+        if session is None and self.context_files:
+            from pantolib import instructions
+
+            found = instructions.find(env=self.env)
+            if found.files:
+                names = ", ".join(terminal.visible_line(shown_path(p, self.env)) for p, _ in found.files)
+                self.say(f"instructions: {names}", DIM)
+            for note in found.notes:
+                self.say(terminal.visible_line(note), YELLOW)
+        from pantolib import providers
+        from pantolib.cmd import send
+
+        try:
+            _, options, key_var = providers.configure({"provider": self.provider, "model": self.model},
+                                                      session.active_model() if session is not None else None,
+                                                      self.env)
+            send._need_key(options, key_var)
+        except PantoError as e:
+            self.say(f"{e}: every request will fail until it is", RED)
 
     # -- the loop ------------------------------------------------------------------------
     def read_line(self):
@@ -510,12 +582,17 @@ class Repl(Commands):
             self.out.flush()
         return text
 
-    def loop(self):
+    def loop(self, first=None):
+        """Prompts until Ctrl-D or /quit; first: a prompt given on the command line, sent at once."""
         interrupts = 0
         try:
             while True:
                 try:
-                    line = self.read_line()
+                    if first is not None:
+                        line, first = first, None
+                        self.say("> " + terminal.visible(line), BOLD)
+                    else:
+                        line = self.read_line()
                 except (terminal.Edit, KeyboardInterrupt) as e:
                     # Ctrl-C at the prompt, or just before it (then a signal)
                     how, text = (e.how, e.text) if isinstance(e, terminal.Edit) else ("interrupt", "")
@@ -536,6 +613,7 @@ class Repl(Commands):
                     if self.editor.interrupted_ahead():     # Enter, then at once Ctrl-C
                         self.say("[cancelled]", RED)
                         continue
+                self.hold_keys()
                 try:
                     if text.startswith("/") and not text.startswith("//"):
                         if not self.command(text):
@@ -546,12 +624,26 @@ class Repl(Commands):
                     self.turn(line)
                 except KeyboardInterrupt:  # between two pipelines: the session is whole
                     self.say("[cancelled]", RED)
+                finally:
+                    self.release_keys()
                 if self.tty:
                     self.out.write("\n")
         finally:
             if self.editor is not None:
                 self.editor.write(terminal.PASTE_OFF)
                 self.out.flush()
+
+
+def _has_terminal_open(pipe, role):
+    """Whether the command of that role holds panto's terminal open (Linux:
+    /proc; elsewhere False): panto-tool opens it for its first question."""
+    try:
+        ttys = ("/dev/tty", os.ttyname(0))
+        proc = next(c.proc for c in pipe.commands if c.role == role)
+        fds = f"/proc/{proc.pid}/fd"
+        return any(os.readlink(os.path.join(fds, fd)) in ttys for fd in os.listdir(fds))
+    except (OSError, StopIteration):
+        return False
 
 
 def _isatty(f):
@@ -619,3 +711,14 @@ def setup_history(env=None):
 def banner(r, session=None):
     provider, model, base = settings(r.provider, r.model, session, r.env)
     return f"panto — {provider}: {model} @ {base}"
+
+
+def shown_path(path, env=None):
+    """A path for a person: relative below the working directory, ~ for the home directory."""
+    env = os.environ if env is None else env
+    cwd, home = os.getcwd(), env.get("HOME") or ""
+    if path.startswith(cwd + os.sep):
+        return os.path.relpath(path, cwd)
+    if home and path.startswith(home.rstrip(os.sep) + os.sep):
+        return "~" + path[len(home.rstrip(os.sep)):]
+    return path

@@ -129,9 +129,10 @@ class LineEditor:
     right), Ctrl-L (redraw), Enter (a line ending in `\\` continues on the next
     line instead), Ctrl-C, Ctrl-Z (suspend)."""
 
-    def __init__(self, fd_in=0, fd_out=1, history=None):
+    def __init__(self, fd_in=0, fd_out=1, history=None, words=()):
         self.fd_in, self.fd_out = fd_in, fd_out
         self.history = history if history is not None else []
+        self.words = sorted(words)  # what Tab completes at the start of a prompt (the /commands)
         self.pending = ""           # decoded input not yet handled
         self.cursor_row = 0         # rows from the top of the drawn prompt to the cursor
         import codecs
@@ -220,7 +221,7 @@ class LineEditor:
         return _KEYS.get(seq, "esc")
 
     # -- drawing -------------------------------------------------------------
-    def _draw(self, prompt, buf, pos, first=False):
+    def _draw(self, prompt, buf, pos, first=False, whole=False):
         cols, rows = size(self.fd_out)
         lines = buf.split("\n")
         before = buf[:pos]
@@ -234,7 +235,7 @@ class LineEditor:
             return max(1, -(-widths[i] // cols))
 
         # the lines that fit on the screen: the cursor's, then its neighbours
-        room = rows - 2
+        room = rows - 2 if not whole else float("inf")    # whole: all of it, into the scrollback
         lo = hi = li
         used = rows_of(li)
         grew = True
@@ -285,8 +286,9 @@ class LineEditor:
         self._write("".join(out))
 
     def _finish(self, prompt, buf):
-        """Redraw with the cursor after the text and go to the next line."""
-        self._draw(prompt, buf, len(buf))
+        """Redraw with the cursor after the text and go to the next line: all
+        of the text, however tall, so the scrollback holds the whole prompt."""
+        self._draw(prompt, buf, len(buf), whole=True)
         self._write("\r\n")
         self.cursor_row = 0
 
@@ -301,7 +303,9 @@ class LineEditor:
         return True
 
     # -- editing -------------------------------------------------------------
-    def read(self, prompt, initial=""):
+    def read(self, prompt, initial="", history=True):
+        """Keys typed before the prompt appeared (while a turn ran, unechoed)
+        are read first, as if typed now; history: Up/Down go through it."""
         import termios
 
         try:
@@ -309,7 +313,7 @@ class LineEditor:
         except termios.error:
             raise Edit("eof") from None
         buf, pos = initial, len(initial)
-        hist = self.history + [buf]
+        hist = (self.history if history else []) + [buf]
         at = len(hist) - 1
         self.cursor_row = 0
         try:
@@ -390,6 +394,15 @@ class LineEditor:
                     self._write(PASTE_ON)
                     self._draw(prompt, buf, pos, first=True)
                     continue
+                elif k == "\t" and self.words and buf.startswith("/") and pos == len(buf) \
+                        and not any(c.isspace() for c in buf):
+                    buf, shown = self._complete_word(buf)
+                    pos = len(buf)
+                    if shown:       # the choices, on a line of their own; the prompt below them
+                        self._finish(prompt, buf)
+                        self._write(shown + "\r\n")
+                        self._draw(prompt, buf, pos, first=True)
+                        continue
                 elif isinstance(k, str) and len(k) == 1 and (k >= " " or k == "\t"):
                     buf, pos = buf[:pos] + k + buf[pos:], pos + 1
                 else:
@@ -398,6 +411,20 @@ class LineEditor:
                     self._draw(prompt, buf, pos)
         finally:
             self._restore(old)
+
+    def _complete_word(self, buf):
+        """(the text, the choices to show or ""): Tab at the end of `/wo`."""
+        match = [w for w in self.words if w.startswith(buf)]
+        if len(match) == 1:
+            return match[0] + " ", ""
+        if not match:
+            return buf, ""
+        import os.path
+
+        common = os.path.commonprefix(match)
+        if common != buf:
+            return common, ""
+        return buf, "  ".join(match)
 
 
 def _complete(seq):

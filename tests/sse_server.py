@@ -18,7 +18,9 @@ A reply is a JSON-able dict:
      "stall_after": None,           # after N pieces send nothing more ...
      "stall": 30.0,                 # ... for this long, keeping the connection open
      "reset_after": None,           # after N pieces reset the connection (TCP RST)
-     "close_after": None}           # after N pieces close it without ending the body
+     "close_after": None,           # after N pieces close it without ending the body
+     "gate_after": None,            # after N pieces wait until the test calls srv.open_gate()
+     "gate": "default"}             # ... the name of the gate waited for
 
 Builders below make the wire formats from their documentation: `openai_text`,
 `openai_tools`, `openai_stream` (any list of chunk objects), `anthropic_text`,
@@ -316,6 +318,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         delay = rep.get("delay") or 0
         for i, piece in enumerate(pieces):
+            if i == rep.get("gate_after"):
+                self.server.owner.gate(rep.get("gate", "default")).wait(30.0)
             if i == rep.get("stall_after"):
                 self.server.owner._stop.wait(rep.get("stall", 30.0))
                 return
@@ -365,11 +369,20 @@ class Server:
         self.queue, self.requests, self.auto, self.log = list(replies), [], auto, log
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._gates = {}
         self._httpd = _HTTPServer(("127.0.0.1", port), _Handler)
         self._httpd.owner = self
         self.port = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = None
+
+    def gate(self, name="default"):
+        """The Event a reply with `gate_after` waits for (open_gate sets it)."""
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
+
+    def open_gate(self, name="default"):
+        self.gate(name).set()
 
     def push(self, *replies):
         with self._lock:

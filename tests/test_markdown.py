@@ -99,4 +99,96 @@ def test_thinking_is_dimmed_and_apart():
     r.thinking("let me see")
     r.text("answer")
     r.end()
-    assert plain.getvalue() == "let me see\nanswer\n"
+    assert plain.getvalue() == "thinking: let me see\n\nanswer\n"   # marked, and a blank line after
+
+
+def draw(text, cols=40, rows=24, color=True, pieces=None):
+    """The reply rendered character by character (or in pieces) on a small terminal: its Screen."""
+    from vt import Screen
+
+    out = io.StringIO()
+    r = Renderer(out, tty=True, color=color, width=lambda: cols, height=lambda: rows)
+    for p in pieces if pieces is not None else text:
+        r.text(p)
+    r.end()
+    return Screen(cols, rows).feed(out.getvalue()), out.getvalue()
+
+
+WORDS = ("A reply that talks for a while about nothing much, with words of many lengths such as "
+         "internationalization and a, so that rows break in different places.")
+
+
+@pytest.mark.parametrize("color", [True, False])
+@pytest.mark.parametrize("cols", [25, 33, 41])
+def test_long_lines_wrap_at_word_boundaries(color, cols):
+    s, raw = draw(WORDS + "\n", cols=cols, color=color)
+    rows = [r for r in s.text() if r]
+    assert " ".join(rows) == WORDS                   # every word once, none cut in two
+    assert all(len(r) <= cols - 1 for r in rows)
+    for a, b in zip(rows, rows[1:]):
+        assert len(a) + 1 + len(b.split(" ")[0]) > cols - 1   # the next word did not fit
+    if not color:
+        assert "\x1b" not in raw
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_paragraph_taller_than_the_screen_is_drawn_once(seed):
+    rng = random.Random(seed)
+    words = [rng.choice(["alpha", "be", "gamma", "**bold**", "`code`", "delta-epsilon"]) + str(i) for i in range(300)]
+    para = " ".join(words)
+    cuts = sorted(rng.sample(range(1, len(para)), 60))
+    pieces = [para[a:b] for a, b in zip([0] + cuts, cuts + [len(para)])] + ["\nnext\n"]
+    s, raw = draw(para, cols=50, rows=10, pieces=pieces)
+    assert s.clamped == 0                           # never up past the top of the screen
+    assert " ".join(r for r in s.text() if r).split(" ") == words + ["next"]   # each word once, in order
+    assert s.text()[-2:] == ["next", ""]
+
+
+def test_tables_are_aligned_columns():
+    table = "| name | size |\n|:-----|-----:|\n| a | 1 |\n| longer name | 12345 |\n\nafter\n"
+    for color in (True, False):
+        s, raw = draw(table, color=color)
+        rows = [r for r in s.text() if r]
+        assert rows[:4] == ["name        │  size", "────────────┼──────", "a           │     1",
+                            "longer name │ 12345"], rows
+        assert rows[4] == "after"
+        if not color:
+            assert "\x1b" not in raw
+
+
+def test_a_table_wider_than_the_screen_stays_as_written():
+    table = "| " + " | ".join("column%d" % i for i in range(9)) + " |\n|" + "---|" * 9 + "\n"
+    s, _ = draw(table, cols=40, color=False)
+    assert "".join(s.text()).replace(" ", "") == table.replace("\n", "").replace(" ", "")
+
+
+def test_code_fences_keep_their_text_as_written_in_one_style():
+    code = "```python\ndef f(x):\n    # **not bold** and *not italic*\n    return x  - 1\n> not a quote\n---\n```\n"
+    s, raw = draw(code, cols=60)
+    assert [r for r in s.text() if r] == code.rstrip("\n").split("\n")
+    body = [x for x in raw.split("\n") if "not bold" in x][0]
+    assert "\x1b[32m" in body and "\x1b[1m" not in body and "\x1b[3m" not in body
+
+
+def test_no_color_thinking_is_marked_and_apart():
+    out = io.StringIO()
+    r = Renderer(out, tty=True, color=False, width=lambda: 30)
+    r.thinking("first I will look at the files, then at the tests\nand then decide")
+    r.text("The answer.")
+    r.end()
+    from vt import Screen
+
+    rows = Screen(30).feed(out.getvalue()).text()
+    assert rows[0].startswith("thinking: first I will")
+    assert "" in rows[1:rows.index("The answer.")]      # a blank line between thinking and answer
+    assert "\x1b" not in out.getvalue()
+
+
+@pytest.mark.parametrize("color", [True, False])
+def test_a_table_ended_by_a_line_that_starts_like_a_row(color):
+    text = "| a | b |\n|---|---|\n| 1 | 2 |\n| not a row, a long line that wraps over more than one row of the screen\nend\n"
+    s, _ = draw(text, cols=30, color=color)
+    rows = [r for r in s.text() if r]
+    assert rows[:3] == ["a │ b", "──┼──", "1 │ 2"], rows
+    assert " ".join(rows[3:-1]) == "| not a row, a long line that wraps over more than one row of the screen"
+    assert rows[-1] == "end"

@@ -21,9 +21,10 @@ KEY = "sk-test-panto-SECRET-42"
 class Term:
     """`panto` on a pseudo-terminal that is its controlling terminal."""
 
-    def __init__(self, args, env):
+    def __init__(self, args, env, cols=250, rows=50):
         master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.cols, self.rows = cols, rows
         self.p = subprocess.Popen([shutil.which("panto"), *args], stdin=slave, stdout=slave, stderr=slave,
                                   env=env, start_new_session=True,
                                   preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
@@ -81,6 +82,19 @@ class Term:
     @property
     def screen(self):
         return self.buf.decode("utf-8", "replace")
+
+    def vt(self):
+        """What the terminal holds now, scrollback included (a vt.Screen of everything read)."""
+        from vt import Screen
+
+        return Screen(self.cols, self.rows).feed(self.screen)
+
+    def wait_for(self, condition, timeout=20, what="the condition"):
+        """Read until condition(self) holds."""
+        deadline = time.monotonic() + timeout
+        while not condition(self):
+            if time.monotonic() > deadline or not self._read(0.05):
+                raise AssertionError(f"{what} did not come; the terminal shows:\n" + self.screen)
 
 
 @pytest.fixture
@@ -365,10 +379,10 @@ def test_sessions_help_version_and_usage(isolated, srv, env):
     p = run(["panto", "sessions"], env=env)
     assert p.returncode == 0 and b"listed prompt" in p.stdout
     p = run(["panto", "help"])
-    assert p.returncode == 0 and b"panto [options] [--resume [ID]]" in p.stdout
+    assert p.returncode == 0 and b"panto [options] [--resume [ID] | -c | --continue | --last]" in p.stdout
     assert run(["panto", "--version"]).stdout.strip() == b"0.1.0"
     assert_clean_error(run(["panto", "--bogus"]), 2, "panto")
-    assert_clean_error(run(["panto", "abc"]), 2, "panto")
+    assert_clean_error(run(["panto", "--max-steps", "0"]), 2, "panto")
 
 
 def test_piped_prompts_make_a_transcript(isolated, srv, env):

@@ -88,6 +88,9 @@ def test_edit_writes_the_prompt_in_the_editor(isolated, srv, env, tmp_path):
     t = Term(["--no-tools"], dict(env, EDITOR=str(script)))
     t.expect("> ")
     t.line("/edit")
+    t.expect("line two")            # back at the prompt for a last look, not sent yet
+    assert srv.requests == []
+    t.send("\r")
     t.expect("edited prompt seen")
     t.expect("> ")
     assert t.quit() == 0
@@ -373,6 +376,9 @@ def test_rewind_branches_from_before_the_chosen_prompt(isolated, srv, env):
     t.line("/rewind")
     t.expect("2  ")
     t.expect("second prompt")
+    t.expect("rewind to (number, Enter to cancel): ")
+    t.send("\r")
+    t.expect("nothing taken back")
     t.expect("> ")
     t.line("/rewind 2")
     t.expect("taken back")

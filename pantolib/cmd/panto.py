@@ -3,23 +3,29 @@
 Usage:
   panto sessions [--all]
   panto help
-  panto [options] [--resume [ID]]
+  panto [options] [--resume [ID] | -c | --continue | --last] [--] [PROMPT...]
   panto -h | --help
   panto --version
 
 Every turn runs the plumbing as a pipeline (panto-log replay | panto-send |
 panto-tool | ... | panto-log append); the session file is the only state.
+PROMPT... (the words joined by spaces) is sent as the first prompt.
 
 Options:
   --resume                  Resume the most recently active session of this
                             directory, or the session ID (an id or a unique
                             id prefix, as panto-ls shows it).
+  -c --continue             Resume the most recently active session of this
+                            directory (as --resume with no id).
+  --last                    The same as --continue.
   -p --provider=PROVIDER    openai or anthropic (default: from the session,
                             else PANTO_API_STYLE).
   -m --model=MODEL          The model (default: from the session, else
                             OPENAI_MODEL / ANTHROPIC_MODEL).
   --yes                     Run tool calls without asking for confirmation.
   --no-tools                Do not offer the tools to the model.
+  --no-context-files        Leave the project's instructions (AGENTS.md,
+                            CLAUDE.md) out of a new session's system prompt.
   --max-steps=N             Requests per prompt, tool rounds included, before
                             panto stops and says so [default: 25].
   --all                     With sessions: every directory's sessions.
@@ -51,8 +57,11 @@ def main(argv=None):
         return cli.OK
     if args["sessions"]:
         return sessions(args["--all"])
+    words = args["PROMPT"]
     if args["ID"] is not None and not args["--resume"]:
-        raise UsageError(f"'{args['ID']}': a session id goes after --resume")
+        words = [args["ID"]] + words    # docopt's ID is the first word of the prompt then
+    first = " ".join(words) if words else None
+    resume = args["--resume"] or args["--continue"] or args["--last"]
     provider = args["--provider"]
     if provider is not None and provider not in PROVIDERS:
         raise UsageError(f"unknown provider '{provider}' (openai or anthropic)")
@@ -63,15 +72,22 @@ def main(argv=None):
     except ValueError:
         raise UsageError(f"--max-steps must be a whole number of at least 1, not '{args['--max-steps']}'") from None
     path = None
-    if args["--resume"]:
-        path = resume_path(args["ID"])
+    if resume:
+        try:
+            path = resume_path(args["ID"] if args["--resume"] else None)
+        except AmbiguousId as e:     # the error line, then the candidates, one a line
+            cli.warn(NAME, f"session id '{e.prefix}' is ambiguous: {len(e.found)} sessions match "
+                           "(give more of it: one of these)")
+            sys.stderr.write("".join(line + "\n" for line in e.listing()))
+            return cli.FAIL
     from pantolib import permissions
 
     rules, problems = permissions.load()    # once: nothing a command writes later changes this run
     for problem in problems:
         cli.warn(NAME, problem)
     r = repl.Repl(path=path, provider=provider, model=args["--model"], yes=args["--yes"],
-                  max_steps=max_steps, tools=not args["--no-tools"], history=repl.setup_history())
+                  max_steps=max_steps, tools=not args["--no-tools"], history=repl.setup_history(),
+                  context_files=not args["--no-context-files"])
     r.rules = rules
     session = None
     if path is not None:
@@ -85,12 +101,13 @@ def main(argv=None):
 
             r.say(f"note: this session was started in {visible_line(started)}; "
                   f"tools run here, in {visible_line(os.getcwd())}")
-    elif args["--resume"]:
+    elif resume:
         r.say("no sessions to resume; starting fresh.")
     r.say(repl.banner(r, session))
+    r.start_notes(session)
     if session is not None:
         r.show_last_exchange(session)
-    r.loop()
+    r.loop(first)
     return cli.OK
 
 
@@ -99,7 +116,54 @@ def resume_path(session_id):
 
     if session_id is None:
         return paths.last_session()
+    found = candidates(session_id)
+    if len(found) > 1 and not any(i == session_id for i, _ in found):
+        raise AmbiguousId(session_id, found)
     return paths.resolve(session_id)
+
+
+def candidates(prefix):
+    """(id, path) of the sessions an id prefix names: this directory's, else every directory's."""
+    from pantolib import paths
+
+    if not prefix or "/" in prefix or ".." in prefix or "\0" in prefix or os.path.exists(prefix):
+        return []
+    here = paths.session_dir(os.getcwd())
+    found = paths._matching(here, prefix)
+    return found or [f for d in paths.all_dirs() if d != here for f in paths._matching(d, prefix)]
+
+
+class AmbiguousId(Exception):
+    """An id prefix that names several sessions: the error line comes after a short list of them."""
+
+    SHOWN = 10
+
+    def __init__(self, prefix, found):
+        super().__init__(prefix)
+        self.prefix, self.found = prefix, found
+
+    def listing(self):
+        """At most SHOWN lines: short id, last activity, first prompt (or title), most recent first."""
+        from pantolib import listing, scan
+        from pantolib.terminal import visible_line
+
+        rows = []
+        for sid, path in self.found:
+            try:
+                info, _ = listing.summarize(path)
+                when = scan.activity(info["last"], os.stat(path).st_mtime_ns)
+            except (OSError, ValueError, scan.NotASession):
+                info, when = {}, None
+            rows.append((when or 0, sid, listing.local_time(when), listing.title(info) or ""))
+        rows.sort(reverse=True)
+        short = listing.unique_prefixes([r[1] for r in rows])
+        out = []
+        for _, sid, when, text in rows[:self.SHOWN]:
+            first = visible_line(text.strip().split("\n")[0]) if text else "(no prompt)"
+            out.append(f"  {short[sid]}  {when}  {first[:60]}")
+        if len(rows) > self.SHOWN:
+            out.append(f"  … and {len(rows) - self.SHOWN} more")
+        return out
 
 
 def sessions(every):

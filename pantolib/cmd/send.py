@@ -18,6 +18,8 @@ Options:
   -m, --model MODEL     Model id (default: the session's, else OPENAI_MODEL or ANTHROPIC_MODEL).
   --base-url URL        API base URL (default: OPENAI_BASE_URL or ANTHROPIC_BASE_URL).
   --system TEXT         System prompt of a new session (default: panto's own).
+  --no-context-files    Leave the project's instructions (AGENTS.md, CLAUDE.md) out
+                        of a new session's system prompt.
   -f, --file FILE       Read the prompt from FILE.
   --tools               Offer the built-in tools (bash, read, write, edit).
   --max-tokens N        Most tokens the reply may use.
@@ -79,7 +81,7 @@ def main(argv=None):
         with open(args["--file"], encoding="utf-8") as f:
             prompt = f.read()
 
-    session, out_lines, taken, unstamped = _read_input(args["--system"])
+    session, out_lines, taken, unstamped = _read_input(args["--system"], not args["--no-context-files"])
     out = cli.stdout()
     with _sigint_held():    # configure imports the wire module
         provider, options, key_var, keys = _configure(opts, session, out, out_lines, unstamped)
@@ -369,7 +371,7 @@ def _check(args):
             "max_tokens": max_tokens, "timeout": timeout, "retries": retries}
 
 
-def _read_input(system_text):
+def _read_input(system_text, context_files=False):
     """The input stream as a Session, its lines to pass on (completed bare
     entries; a header and a system entry first when the session is new), the
     ids taken, and the completed user entries that still need a stamp."""
@@ -389,6 +391,13 @@ def _read_input(system_text):
             return  # the input brings its own
         cwd = (session.header or {}).get("cwd") or os.getcwd()
         text = system_text if system_text is not None else DEFAULT_SYSTEM.format(cwd=cwd)
+        if context_files:   # the project's instructions, as sent (instructions.py)
+            from pantolib import instructions
+
+            found = instructions.find(cwd)
+            for note in found.notes:
+                cli.warn(NAME, note)
+            text = instructions.system_prompt(text, found)
         add(entries.make_message("system", [entries.text(text)], session.leaf, taken))
 
     for line in stream.read(cli.stdin(), "<stdin>"):

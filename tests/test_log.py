@@ -309,20 +309,22 @@ def test_every_line_is_fsynced_before_its_echo(isolated, tmp_path):
         pytest.skip("ptrace not permitted here")
     ok(p)
     calls = [l for l in trace.read_text().splitlines() if re.search(r"\b(write|fsync|fdatasync)\(", l)]
-    # the order per line: write(file fd, line) -> f(data)sync(file fd) -> write(1, line)
+    # the order per line: write(file fd, line) -> f(data)sync(file fd) -> write(1, ... line ...)
+    # (lines that arrive together are echoed together, after the last one's sync)
     seq = []
     for l in calls:
         m = re.search(r"(write|fsync|fdatasync)\((\d+)", l)
         if m.group(1) == "write" and "durable" in l:
-            seq.append(("w1" if m.group(2) == "1" else "wf"))
+            held = {i for i in range(3) if f"durable {i}" in l}
+            seq.append(("w1" if m.group(2) == "1" else "wf", held))
         elif m.group(1) in ("fsync", "fdatasync"):
-            seq.append("sync")
-    compact = seq
-    assert compact.count("wf") == 3 and compact.count("w1") == 3, compact
+            seq.append(("sync", set()))
+    assert sum(1 for s, _ in seq if s == "wf") == 3, seq
     for i in range(3):
-        wf = [k for k, s in enumerate(compact) if s == "wf"][i]
-        w1 = [k for k, s in enumerate(compact) if s == "w1"][i]
-        assert wf < w1 and "sync" in compact[wf:w1], compact
+        wf = [k for k, (s, held) in enumerate(seq) if s == "wf" and i in held]
+        w1 = [k for k, (s, held) in enumerate(seq) if s == "w1" and i in held]
+        assert len(wf) == 1 and len(w1) == 1, seq
+        assert wf[0] < w1[0] and ("sync", set()) in seq[wf[0]:w1[0]], seq
 
 
 def test_append_keeps_writing_after_ctrl_c_until_eof(isolated):
@@ -467,12 +469,19 @@ def test_invalid_line_mid_stream_keeps_what_came_before(isolated):
     assert read(f) == base + good
 
 
-def test_deferred_lines_reach_downstream_even_on_error(isolated, sessions):
+def test_deferred_lines_are_not_echoed_when_append_fails(isolated, sessions):
+    # they are on no disk: downstream must not take them for saved (the upstream still has them)
     data = header(isolated) + msg("00000001", None, "user", "keep my prompt")
     p = log("append", input=data + b"not json\n")
     assert_clean_error(p, 1, "panto-log")
-    assert p.stdout == data
+    assert p.stdout == b""
     assert not os.path.exists(sessions)
+
+
+def test_deferred_lines_are_echoed_at_the_end_of_a_stream_without_a_reply(isolated, sessions):
+    data = header(isolated) + msg("00000001", None, "user", "no reply came")
+    p = ok(log("append", input=data))
+    assert p.stdout == data and not os.path.exists(sessions)
 
 
 # -- replay: selection -----------------------------------------------------------

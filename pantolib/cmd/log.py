@@ -96,14 +96,14 @@ def append(path):
                     downstream[1] = e
                 cli.silence_stdout()
 
+    # Lines that arrive together are written under one lock and one check of
+    # the path; each is echoed only once it is durable. When anything fails,
+    # nothing that waits for the file's creation is echoed: it is on no disk.
     writer = session.Writer(path, warn=lambda message: cli.warn(NAME, message))
     try:
-        for line in stream.read(cli.stdin()):
-            echo(writer.feed(line))
+        for batch in stream.read_batches(cli.stdin()):
+            writer.feed_batch(batch, echo)
         echo(writer.finish())
-    except BaseException:
-        echo(writer.finish())
-        raise
     finally:
         writer.close()
     if downstream[1] is not None:

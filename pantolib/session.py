@@ -124,6 +124,9 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
                 if kind is not HEADER:
                     raise SessionError("not a panto session (the first line is not a session header)",
                                        path, lineno)
+                if stream.is_partial(obj):
+                    raise SessionError("a partial stream (panto-log replay --context), not a session "
+                                       "file: it leaves entries out", path, lineno)
                 r.header, r.header_raw = obj, bytes(raw)
                 migrate(obj, path)
                 r.end, r.end_line = offset + n, lineno

@@ -14,7 +14,7 @@ import os
 
 import orjson
 
-from pantolib import entries, files, paths, stream
+from pantolib import entries, files, index, paths, stream
 from pantolib.errors import PantoError, SessionError
 from pantolib.paths import make_dirs  # noqa: F401  (kept importable from here)
 
@@ -71,8 +71,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
     own = f is None
     if own:
         f = open(path, "rb")
-    from pantolib.index import node
-
+    node = index.node
     loads, classify, decode_error = orjson.loads, stream.classify, orjson.JSONDecodeError
     ENTRY, HEADER = stream.ENTRY, stream.HEADER
     keep = r.ids if ids else None
@@ -312,8 +311,6 @@ class Writer:
         self.dirty = r.fresh
 
     def _open_existing(self):
-        from pantolib import index
-
         check_path(self.path)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
         try:
@@ -430,8 +427,6 @@ class Writer:
 
     def _append(self, data, obj):
         """Write one line durably into the file at the path (unless it has the id)."""
-        from pantolib.index import node
-
         self._hold()
         entry_id = obj["id"]
         if entry_id in self.ids:       # another appender wrote it meanwhile
@@ -443,7 +438,7 @@ class Writer:
             os.fdatasync(self.fd)
         except OSError as e:
             self._cut_back(start, e)
-        self.ids[entry_id] = node(obj, start, start + len(data))
+        self.ids[entry_id] = index.node(obj, start, start + len(data))
         self.size += len(data)
         self.lines += 1
         self.file_leaf = entry_id
@@ -462,12 +457,10 @@ class Writer:
 
     def _same(self, entry_id, data):
         """An entry the file has already: say so if the file's differs."""
-        from pantolib.index import START
-
         n = self.ids[entry_id]
         if n is None:
             return
-        offset = n[START]
+        offset = n[index.START]
         if os.pread(self.fd, len(data), offset) == data:
             return
         with open(self.fd, "rb", closefd=False) as f:     # the same entry written differently?
@@ -481,8 +474,6 @@ class Writer:
         """Write header + waiting entries to a temporary file and put it in place
         (never over a file that appeared meanwhile). On failure nothing is left."""
         import tempfile
-
-        from pantolib.index import node
 
         directory = os.path.dirname(os.path.abspath(self.path))
         data = b"".join(raw for raw, _, write in self.pending if write)
@@ -524,7 +515,7 @@ class Writer:
             for raw, obj, write in self.pending:
                 if write:
                     if obj is not None:
-                        self.ids[obj["id"]] = node(obj, offset, offset + len(raw))
+                        self.ids[obj["id"]] = index.node(obj, offset, offset + len(raw))
                         self.file_leaf = obj["id"]
                     offset += len(raw)
                     lines += 1
@@ -555,6 +546,9 @@ class Writer:
         try:
             for line in lines:
                 out.append(self._feed(line))
+        except BaseException:
+            self.dirty = False      # what is known of the file may be wrong now: keep no index of it
+            raise
         finally:
             self._release()
             echo(b"".join(out))
@@ -608,8 +602,6 @@ class Writer:
         if self.fd is not None:
             self._release()
             if self.dirty:
-                from pantolib import index
-
                 r = Scan()
                 r.header_raw, r.ids, r.leaf, r.end, r.end_line = (self.header_raw, self.ids, self.file_leaf,
                                                                   self.size, self.lines)

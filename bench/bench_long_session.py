@@ -15,9 +15,12 @@ the first turn after a resume would: timed apart, as "cold"). Then --runs
 rounds, each timing one turn on SMALL and one on LONG; the ratio LONG/SMALL
 of each round is printed, with its median and spread. The same is measured
 for the complete-stream pipeline (`panto-log replay F`) as the reference of
-what --context saves.
+what --context saves. With --repl, the same for turns of `panto --resume`
+in a pseudo-terminal (Enter -> request arrived, last byte -> prompt back,
+as bench_repl.py measures them; resuming itself reads the file whole and is
+not counted).
 
-Usage: bench/bench_long_session.py [--size MB] [--path MB] [--runs R]
+Usage: bench/bench_long_session.py [--size MB] [--path MB] [--runs R] [--repl]
 """
 import argparse
 import os
@@ -36,6 +39,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import sse_server as S  # noqa: E402
 
 sys.path.insert(0, HERE)
+import bench_repl  # noqa: E402  (its pty driver; it marks when a request arrived and was served)
 import common  # noqa: E402
 import gen_sessions as G  # noqa: E402
 
@@ -90,11 +94,40 @@ def turn(srv, reply, env, cwd, path, flags, prompt):
     return dt
 
 
+def repl_turns(srv, reply, env, cwd, path, runs):
+    """Per-turn overhead of the REPL resumed on `path`: a list of seconds."""
+    sid = orjson.loads(open(path, "rb").readline())["id"]
+    t = bench_repl.Term([shutil.which("panto"), "--resume", sid, "--no-tools", "-p", "openai", "-m", "gpt-bench"],
+                        env, cwd)
+    t.wait_for(b"panto \xe2\x80\x94", timeout=600)
+    t.wait_for(b"> ", timeout=600)
+    out = []
+    for i in range(runs + 1):         # the first turn builds the index cache: not counted
+        srv.push(reply)
+        n = len(srv.requests)
+        enter = time.monotonic()
+        t.send(f"repl prompt {i}\r".encode())
+        t.wait_for(b"ok.")
+        back = t.wait_for(b"> ")
+        if i:
+            out.append(srv.requests[n].t - enter + back - bench_repl.SERVED["t"])
+    time.sleep(0.2)
+    t.send(b"\x04")
+    try:
+        t.p.wait(10)
+    except subprocess.TimeoutExpired:     # the timing is done: do not wait on the way out
+        t.p.kill()
+        t.p.wait()
+    os.close(t.fd)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=float, default=100, help="LONG session size in MB")
     ap.add_argument("--path", type=float, default=1, help="SMALL session (and LONG's path) in MB")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--repl", action="store_true", help="also time turns of the REPL")
     a = ap.parse_args()
     for name in ("panto-log", "panto-send"):
         common.command(name)
@@ -119,6 +152,10 @@ def main():
                     times.append(ts)
                     ratios.append(ts[1] / ts[0])
                 results[label] = (cold, times, ratios)
+            if a.repl:
+                env["TERM"] = "xterm-256color"
+                env["XDG_STATE_HOME"] = os.path.join(tmp, "home", ".state")
+                repl = [repl_turns(srv, reply, env, cwd, p, a.runs) for p in (small, long_)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"plumbing turn: LONG {sizes[1] / (1 << 20):.0f} MB (its path after the compaction "
@@ -129,6 +166,10 @@ def main():
               f"SMALL {statistics.median(t[0] for t in times):.3f} s, LONG {statistics.median(t[1] for t in times):.3f} s; "
               f"LONG/SMALL {med:.2f}x (rounds: {', '.join(f'{r:.2f}' for r in ratios)}; "
               f"spread {min(ratios):.2f}-{max(ratios):.2f})")
+    if a.repl:
+        ratios = [b / s for s, b in zip(*repl)]
+        print(f"  REPL turn overhead  SMALL {statistics.median(repl[0]):.3f} s, LONG {statistics.median(repl[1]):.3f} s; "
+              f"LONG/SMALL {statistics.median(ratios):.2f}x (turns: {', '.join(f'{r:.2f}' for r in ratios)})")
     med = statistics.median(results["--context"][2])
     print(f"LONG/SMALL with --context: {med:.2f}x ({'ok' if med <= TARGET else 'MISSES'}, target <= {TARGET}x)")
 

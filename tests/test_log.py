@@ -1148,3 +1148,28 @@ def test_cached_and_uncached_runs_agree(isolated, change):
     assert same(fa, fb)
     for x, y in zip(a[1:], b[1:]):
         assert x[0] == y[0] and same(x[1], y[1]) and x[2] == y[2], (x, y)
+
+
+def test_compaction_of_a_partial_stream_asks_and_keeps_the_same(isolated, tmp_path):
+    import sse_server as S
+
+    data, _, _ = compacted_session(isolated)
+    with S.Server(auto=True) as srv:
+        env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY="sk-test-0123456789abcdef")
+        f = session_file(isolated, data=data)
+        g = str(tmp_path / "copy.jsonl")
+        with open(g, "wb") as fh:
+            fh.write(data)
+        for path, flags in ((f, ()), (g, ("--context",))):
+            src = ok(log("replay", *flags, path)).stdout
+            out = ok(run(["panto-send", "--quiet", "--compact", "--keep", "1"], input=src, env=env)).stdout
+            ok(log("append", path, input=out))
+        assert len(srv.requests) == 2 and srv.requests[0].body == srv.requests[1].body
+    new = [orjson.loads(lines(read(p))[-1]) for p in (f, g)]
+    assert new[0]["type"] == new[1]["type"] == "compaction"
+    assert new[0]["firstKeptId"] == new[1]["firstKeptId"] == "9999aaaa"
+    assert new[0]["parentId"] == new[1]["parentId"] == "9999bbbb"
+    # and the next turn's stream follows the new compaction (with the last stamped
+    # prompt before it: the one kept has no stamp, and it names the active model)
+    head, *rest = lines(ok(log("replay", "--context", g)).stdout)
+    assert [orjson.loads(x)["id"] for x in rest] == ["5555aaaa", "0005aaaa", "9999aaaa", "9999bbbb", new[1]["id"]]

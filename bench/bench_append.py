@@ -107,7 +107,7 @@ def main(argv=None):
                 f.truncate()
                 f.flush()
                 os.fsync(f.fileno())
-            if kept:
+            if kept:        # (a panto without the cache leaves none)
                 os.utime(fresh, ns=kept["times"])
                 with open(kept["path"], "wb") as f:
                     f.write(kept["data"])
@@ -115,13 +115,16 @@ def main(argv=None):
 
         if a.history:       # the index cache the previous turn would have left
             reset()
-            common.timed([common.command("panto-log"), "replay", "--context", fresh], env)
+            last = os.path.join(tmp, "last.jsonl")     # an entry the file has: append writes nothing
+            with open(last, "wb") as f:
+                f.write(lines[old - 1])
+            common.timed([exe, "append", fresh], env, stdin_path=last)
             st = os.stat(fresh)
             index_dir = os.path.join(env["XDG_CACHE_HOME"], "panto", "index")
-            (name,) = os.listdir(index_dir)
-            with open(os.path.join(index_dir, name), "rb") as f:
-                kept.update(times=(st.st_atime_ns, st.st_mtime_ns), path=os.path.join(index_dir, name),
-                            data=f.read())
+            for name in os.listdir(index_dir) if os.path.isdir(index_dir) else ():
+                with open(os.path.join(index_dir, name), "rb") as f:
+                    kept.update(times=(st.st_atime_ns, st.st_mtime_ns), path=os.path.join(index_dir, name),
+                                data=f.read())
 
         cases = {
             "bare os.write + fsync loop": lambda: [sys.executable, "-c", BARE, reset()],

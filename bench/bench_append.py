@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """panto-log append of N entries vs a bare os.write + fsync loop.
 
-    bench/bench_append.py [--entries N] [--repeat R] [--seed S] [--kb]
+    bench/bench_append.py [--entries N] [--repeat R] [--seed S] [--kb] [--history MB]
 
 SPEC §10 target: within 1.10x of a Python process that reads the same lines
 from stdin and, for each, does one os.write to the session file and one
@@ -12,7 +12,12 @@ an empty stream, so the per-entry cost can be told apart from start-up
 (which bench_startup.py measures on its own). The entries are
 realistic (gen_sessions.py: text from 100 B to 20 KB, tool results up to
 50 KB); --kb makes every entry a user or assistant message of about 1 KB,
-where the work per line besides write and fsync shows most.
+where the work per line besides write and fsync shows most. --history
+appends to a session that already holds MB of entries, as a long session
+does: the file panto-log append opens is then large, and its index cache
+(built once before the runs, restored with the file before each run, as
+the previous turn would leave it) spares reading it again; without the
+cache that read is part of the per-entry cost.
 """
 import argparse
 import os
@@ -62,6 +67,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--kb", action="store_true", help="entries of about 1 KB each")
+    ap.add_argument("--history", type=float, default=0, help="MB of entries already in the session")
     a = ap.parse_args(argv)
     exe = common.command("panto-log")
     tmp = tempfile.mkdtemp(prefix="panto-bench-", dir=os.environ.get("PANTO_BENCH_DIR"))
@@ -72,27 +78,53 @@ def main(argv=None):
         # a long generated session: its first line is the header, the rest are entries
         src = os.path.join(tmp, "gen.jsonl")
         gen_sessions.write_session(src, 10**9, random.Random(a.seed), "/home/user/proj",
-                                   target_bytes=a.entries * 20_000)
+                                   target_bytes=a.entries * 20_000 + int(a.history * (1 << 20)))
         with open(src, "rb") as f:
             lines = f.read().splitlines(keepends=True)
         if a.kb:
             lines = lines[:2] + kb_entries(a.entries, random.Random(a.seed))
         if len(lines) < a.entries + 2:
             sys.exit("generated session too short")
-        seed_part = b"".join(lines[:2])               # header + system entry: the file to append to
-        new = lines[2:a.entries + 2]                   # the entries to append (headerless stream)
+        old = 2
+        if a.history:
+            target, size = a.history * (1 << 20), 0
+            while size < target and old < len(lines) - a.entries:
+                size += len(lines[old])
+                old += 1
+        seed_part = b"".join(lines[:old])             # header + system entry (+ history): the file to append to
+        new = lines[old:a.entries + old]               # the entries to append (headerless stream)
         data = os.path.join(tmp, "stream.jsonl")
         with open(data, "wb") as f:
             f.writelines(new)
         size = sum(map(len, new))
         fresh = os.path.join(tmp, "session.jsonl")
 
+        kept = {}
+
         def reset():
-            with open(fresh, "wb") as f:
-                f.write(seed_part)
+            with open(fresh, "r+b" if os.path.exists(fresh) else "wb") as f:
+                f.write(seed_part)          # in place: the same file, as the last turn left it
+                f.truncate()
                 f.flush()
                 os.fsync(f.fileno())
+            if kept:        # (a panto without the cache leaves none)
+                os.utime(fresh, ns=kept["times"])
+                with open(kept["path"], "wb") as f:
+                    f.write(kept["data"])
             return fresh
+
+        if a.history:       # the index cache the previous turn would have left
+            reset()
+            last = os.path.join(tmp, "last.jsonl")     # an entry the file has: append writes nothing
+            with open(last, "wb") as f:
+                f.write(lines[old - 1])
+            common.timed([exe, "append", fresh], env, stdin_path=last)
+            st = os.stat(fresh)
+            index_dir = os.path.join(env["XDG_CACHE_HOME"], "panto", "index")
+            for name in os.listdir(index_dir) if os.path.isdir(index_dir) else ():
+                with open(os.path.join(index_dir, name), "rb") as f:
+                    kept.update(times=(st.st_atime_ns, st.st_mtime_ns), path=os.path.join(index_dir, name),
+                                data=f.read())
 
         cases = {
             "bare os.write + fsync loop": lambda: [sys.executable, "-c", BARE, reset()],
@@ -113,7 +145,8 @@ def main(argv=None):
         ref = best["bare os.write + fsync loop"]
         per = {k: (best[k] - start[k]) / len(new) for k in cases}
         ref_per = per["bare os.write + fsync loop"]
-        print(f"append of {len(new)} entries ({size / 1e6:.1f} MB), best of {a.repeat} (target: within {TARGET}x)")
+        print(f"append of {len(new)} entries ({size / 1e6:.1f} MB) to a session of {len(seed_part) / 1e6:.1f} MB, "
+              f"best of {a.repeat} (target: within {TARGET}x)")
         print(f"  {'':28s} {'whole run':>9s}  {'start-up':>8s}  {'per entry':>9s}")
         for name, dt in best.items():
             print(f"  {name:28s} {dt:7.3f} s  {start[name] * 1e3:5.0f} ms  {per[name] * 1e6:6.0f} us"

@@ -63,6 +63,11 @@ class Session:
         self.lines = []      # every Line, in stream order (header included)
         self.by_id = {}      # entry id -> entry dict
         self.leaf = None     # id of the last entry
+        # A partial stream (stream.is_partial: replay --context) holds only
+        # entries of one path, in path order: an entry whose parent it left
+        # out continues the path at the entry before it in the stream.
+        self.omitted = None  # the ids its header says were left out
+        self.bridge = {}     # entry id -> the entry before it, for those
 
     @classmethod
     def read(cls, f, name="<stdin>", skip_bare=False):
@@ -82,13 +87,19 @@ class Session:
         self.lines.append(line)
         if line.kind == stream.HEADER:
             self.header = line.obj
+            self.omitted = set(stream.omitted_ids(line.obj)) if stream.is_partial(line.obj) else None
         else:
+            if self.omitted is not None:
+                parent = line.obj.get("parentId")
+                if parent is not None and parent not in self.by_id and parent in self.omitted:
+                    self.bridge[line.obj["id"]] = self.leaf
             self.by_id[line.obj["id"]] = line.obj
             self.leaf = line.obj["id"]
 
     @property
     def ids(self):
-        return self.by_id.keys()
+        """Every id the session has, those a partial stream left out included."""
+        return self.by_id.keys() if self.omitted is None else self.by_id.keys() | self.omitted
 
     def path(self):
         """Entries from the root to the leaf, following parentId."""
@@ -96,7 +107,7 @@ class Session:
 
     def path_to(self, entry_id):
         """Entries from the root to entry_id (a branch point, say), following parentId."""
-        parents = _Parents(self.by_id)
+        parents = _Parents(self.by_id, self.bridge)
         return [self.by_id[i] for i in chain(parents, entry_id)]
 
     def message_entries(self):
@@ -143,17 +154,20 @@ class Session:
 
 
 class _Parents:
-    """id -> parentId over a by_id map, without building a second dict."""
+    """id -> parentId over a by_id map, without building a second dict
+    (bridge: where a partial stream's path goes on past a left-out parent)."""
 
-    __slots__ = ("by_id",)
+    __slots__ = ("by_id", "bridge")
 
-    def __init__(self, by_id):
-        self.by_id = by_id
+    def __init__(self, by_id, bridge):
+        self.by_id, self.bridge = by_id, bridge
 
     def __contains__(self, entry_id):
         return entry_id in self.by_id
 
     def __getitem__(self, entry_id):
+        if entry_id in self.bridge:
+            return self.bridge[entry_id]
         return self.by_id[entry_id].get("parentId")
 
 

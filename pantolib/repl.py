@@ -3,10 +3,14 @@ plumbing commands. It keeps no conversation of its own: the session file is
 the state, and each step reads it back from `panto-log append`'s output.
 
     new session, first step:  panto-send --tools PROMPT </dev/null | panto-log append
-    later steps:              panto-log replay FILE | panto-send --tools PROMPT | panto-log append FILE
-    tool rounds:              panto-log replay FILE | panto-tool | panto-send --tools | panto-log append FILE
-    after /rewind:            panto-log replay --at ID FILE | panto-send --tools PROMPT | panto-log append FILE
-    /compact, and by itself:  panto-log replay FILE | panto-send --compact | panto-log append FILE
+    later steps:              panto-log replay --context FILE | panto-send --tools PROMPT | panto-log append FILE
+    tool rounds:              panto-log replay --context FILE | panto-tool | panto-send --tools | panto-log append FILE
+    after /rewind:            panto-log replay --context --at ID FILE | panto-send --tools PROMPT | panto-log append FILE
+    /compact, and by itself:  panto-log replay --context FILE | panto-send --compact | panto-log append FILE
+    resuming:                 panto-log replay FILE
+
+(--context: only the path since the last compaction, so that a turn costs
+what its request needs, not the size of the file.)
 
 panto-send's live display (its stderr) comes to the REPL through a
 pseudo-terminal of its own, so panto-send shows the reply as it does on any
@@ -147,11 +151,13 @@ class Repl(Commands):
         env = {k: v for k, v in self.env.items() if k != "NO_COLOR"} if "NO_COLOR" in self.env else None
         return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send", env=env)
 
-    def _source(self, at=None):
+    def _source(self, at=None, whole=False):
         if not self.path:
             return []
         at = at or self.branch
-        return [Cmd(command_argv("panto-log", "replay", *(["--at", at] if at else []), self.path))]
+        # a turn reads only what its request needs, not the whole file (replay --context)
+        return [Cmd(command_argv("panto-log", "replay", *(() if whole else ("--context",)),
+                                 *(["--at", at] if at else []), self.path))]
 
     def _sink(self):
         return Cmd(command_argv("panto-log", "append", *([self.path] if self.path else []), sigint=False))
@@ -482,7 +488,7 @@ class Repl(Commands):
     # -- resuming ------------------------------------------------------------------------
     def load(self):
         """Replay the session file (repairing a torn tail): the Session, or None."""
-        t = self.step(self._source())
+        t = self.step(self._source(whole=True))
         if not t.ok or t.session is None:
             raise PantoError(f"cannot read the session '{self.path}'")
         from pantolib import entries

@@ -146,6 +146,8 @@ def _header(f):
     obj = parse(data[:nl + 1]) if nl >= 0 else None
     if kind(obj) != stream.HEADER:
         raise NotASession("not a panto session" if data else "not a panto session (empty file)")
+    if stream.is_partial(obj):
+        raise NotASession("a partial stream (panto-log replay --context), not a whole session")
     return obj, data
 
 

@@ -14,7 +14,7 @@ import os
 
 import orjson
 
-from pantolib import entries, files, paths, stream
+from pantolib import entries, files, index, paths, stream
 from pantolib.errors import PantoError, SessionError
 from pantolib.paths import make_dirs  # noqa: F401  (kept importable from here)
 
@@ -23,19 +23,22 @@ from pantolib.paths import make_dirs  # noqa: F401  (kept importable from here)
 class Scan:
     """What reading a session file found."""
 
-    __slots__ = ("header", "header_raw", "ids", "leaf", "end", "size", "cut_line", "bad", "after", "cut")
+    __slots__ = ("header", "header_raw", "ids", "leaf", "end", "end_line", "size", "cut_line", "bad", "after",
+                 "cut", "fresh")
 
     def __init__(self):
         self.header = None
         self.header_raw = None
-        self.ids = {}         # entry id -> the offset of its line
+        self.ids = {}         # entry id -> its node (index.node: parent, start, end, kind, ...)
         self.leaf = None
         self.end = 0          # where the valid data ends (the start of a torn tail)
+        self.end_line = 0     # the number of lines before `end`
         self.size = 0         # bytes read
         self.cut_line = None  # first line of the torn tail, when there is one
         self.bad = []         # (line number, start, stop, what is wrong): bad lines not at the end
         self.after = 0        # valid lines after the first bad line
         self.cut = 0          # bytes a repair cut
+        self.fresh = True     # read from the file (not all from the index cache)
 
 
 def _intact(n):
@@ -62,12 +65,13 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
     (then they are listed in `bad`). So is a complete object that breaks the
     schema, wherever it is. `f` reads through an open binary file instead.
     ids=False leaves the entry ids out (a reader that only prints the file
-    keeps constant memory).
+    keeps constant memory); with ids, `ids` maps each to its index.node.
     """
     r = result or Scan()
     own = f is None
     if own:
         f = open(path, "rb")
+    node = index.node
     loads, classify, decode_error = orjson.loads, stream.classify, orjson.JSONDecodeError
     ENTRY, HEADER = stream.ENTRY, stream.HEADER
     keep = r.ids if ids else None
@@ -94,7 +98,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
             if obj is _INVALID:
                 if not bytes(raw).strip():          # a blank line
                     if not pending:
-                        r.end = offset + n
+                        r.end, r.end_line = offset + n, lineno
                     return
                 why = "not valid JSON"
             elif type(obj) is not dict:
@@ -111,7 +115,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
                 bad.extend(pending)
                 pending = []
                 bad.append((lineno, offset, offset + n, str(e)))
-                r.end = offset + n
+                r.end, r.end_line = offset + n, lineno
                 return
             if kind is ENTRY:
                 pass
@@ -119,9 +123,12 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
                 if kind is not HEADER:
                     raise SessionError("not a panto session (the first line is not a session header)",
                                        path, lineno)
+                if stream.is_partial(obj):
+                    raise SessionError("a partial stream (panto-log replay --context), not a session "
+                                       "file: it leaves entries out", path, lineno)
                 r.header, r.header_raw = obj, bytes(raw)
                 migrate(obj, path)
-                r.end = offset + n
+                r.end, r.end_line = offset + n, lineno
                 return
             elif kind is HEADER:
                 why = "a session header after the first line"
@@ -131,7 +138,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
                 bad.extend(pending)
                 pending = []
                 bad.append((lineno, offset, offset + n, "an entry without an 'id'"))
-                r.end = offset + n
+                r.end, r.end_line = offset + n, lineno
                 return
         if why is not None:
             if r.header is None:
@@ -146,13 +153,14 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
             r.after += 1
         eid = obj["id"]
         if keep is not None:
-            keep[eid] = offset
+            keep[eid] = node(obj, offset, offset + n)
         r.leaf = eid
-        r.end = offset + n
+        r.end, r.end_line = offset + n, lineno
 
     try:
         f.seek(start)
         r.end = base = start
+        r.end_line = lineno
         read, carry = f.read, []
         while True:
             chunk = read(CHUNK)
@@ -191,9 +199,9 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
                             r.after += 1
                         eid = obj["id"]
                         if keep is not None:
-                            keep[eid] = base + p
+                            keep[eid] = node(obj, base + p, base + e)
                         r.leaf = eid
-                        r.end = base + e
+                        r.end, r.end_line = base + e, lineno_[0]
                         p = e
                         continue
                 one(raw, base + p, obj)
@@ -262,12 +270,16 @@ def is_assistant(obj):
 class Writer:
     """Persists a stream into one session file.
 
-    `feed(line)` returns the bytes to echo downstream: a line is returned
-    only once it is durable in the file at the session's path, except while
-    the file does not exist yet (deferred creation), when lines wait for the
-    first assistant entry. `finish()` returns what is still waiting when the
-    stream ends (those lines are echoed but, by design, not written: there
-    was no reply). `notes` collects one-line remarks for stderr.
+    `feed_batch(lines, echo)` takes the Lines that arrived together and
+    passes `echo` the bytes to send downstream: a line is passed on only once
+    it is durable in the file at the session's path. While the file does not
+    exist yet (deferred creation), lines wait for the first assistant entry;
+    `finish()` returns what is still waiting when the stream ends normally
+    (those lines are echoed but, by design, not written: there was no reply).
+    A batch takes the flock and checks the path (one stat: identity and size)
+    once, before its first write; each line is then one write and one
+    fdatasync of the same descriptor, and the batch is echoed after the last.
+    `warn` gets one-line remarks for stderr.
     """
 
     def __init__(self, path=None, env=None, warn=None):
@@ -277,19 +289,26 @@ class Writer:
         self.fd = None
         self.ident = None         # (st_dev, st_ino) of the open file
         self.size = 0
+        self.lines = 0            # lines in the file's first `size` bytes
         self.header = None        # the file's (or the stream's, while deferred) header
         self.header_raw = None
-        self.ids = {}             # entry id -> the offset of its line in the file (None: not written)
-        self.leaf = None
-        self.pending = []         # (bytes, entry id or None, write it) waiting for creation
+        self.partial = False      # the stream leaves entries out (replay --context)
+        self.ids = {}             # entry id -> its index.node in the file (None: not written)
+        self.leaf = None          # the parent of the next bare entry
+        self.file_leaf = None     # the file's last entry
+        self.pending = []         # (bytes, entry or None, write it) waiting for creation
         self.started = False      # seen the first line
+        self.held = False         # the flock is held and the path checked, for this batch
+        self.dirty = False        # the index cache wants saving
 
     # -- opening --------------------------------------------------------------
 
     def _adopt(self, fd, r):
         st = os.fstat(fd)
-        self.fd, self.ident, self.size = fd, (st.st_dev, st.st_ino), r.end
+        self.fd, self.ident, self.size, self.lines = fd, (st.st_dev, st.st_ino), r.end, r.end_line
         self.header, self.header_raw, self.ids, self.leaf = r.header, r.header_raw, r.ids, r.leaf
+        self.file_leaf = r.leaf
+        self.dirty = r.fresh
 
     def _open_existing(self):
         check_path(self.path)
@@ -297,7 +316,7 @@ class Writer:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                r = recover(self.path, fd)
+                r = index.read(self.path, fd, env=self.env)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         except BaseException:
@@ -311,6 +330,7 @@ class Writer:
         """First line of the stream: decide which file, open it or defer."""
         self.started = True
         stream_header = line.obj if line.kind == stream.HEADER else None
+        self.partial = stream.is_partial(stream_header)
         if self.path is None:
             if stream_header is None:
                 raise PantoError("the stream has no session header, so it belongs to no file "
@@ -324,6 +344,9 @@ class Writer:
         elif stream_header is None:
             raise PantoError(f"'{self.path}' does not exist and the stream has no session header "
                              f"to start it with")
+        elif self.partial:
+            raise PantoError(f"'{self.path}' does not exist and the stream is only part of session "
+                             f"{stream_header['id']} (panto-log replay --context): nothing to create it from")
         else:
             self.header, self.header_raw = stream_header, line.raw
 
@@ -338,8 +361,11 @@ class Writer:
         os.close(old_fd)
         if os.path.lexists(self.path):
             self._open_existing()
+        elif self.partial:
+            raise PantoError(f"'{self.path}' was removed while appending, and the stream is only part "
+                             f"of the session: stopped (nothing to create it anew from)")
         else:
-            self.ids = {}
+            self.ids, self.file_leaf = {}, None
             self.pending = [(self.header_raw, None, True)]
             self._create()
             self.pending = []
@@ -360,48 +386,82 @@ class Writer:
 
     # -- writing --------------------------------------------------------------
 
-    def _catch_up(self, size):
-        """Under the lock: take in what another appender added since our last write."""
-        if size < self.size:     # cut shorter under us: read it again from the top
-            r = recover(self.path, self.fd)
-            self.size, self.ids, self.leaf = r.end, r.ids, r.leaf
-            return
-        r = Scan()
-        r.header, r.header_raw, r.ids, r.leaf = self.header, self.header_raw, self.ids, self.leaf
-        recover(self.path, self.fd, r, start=self.size)
-        self.size, self.leaf = r.end, r.leaf
-
-    def _append(self, data, entry_id):
-        """Write one line durably into the file at the path (unless it has the id)."""
+    def _hold(self):
+        """Before the first write (or check) of a batch: take the lock, make
+        sure the path still names the open file (reopening it if not) and
+        take in what other appenders added. One stat of the path, once per
+        batch: the lines of the batch are then written through the same
+        descriptor under the same lock, and echoed only after the last one's
+        fdatasync."""
         for _ in range(10):
-            fd = self.fd
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                st = self._here()
-                if st is not None:
-                    if st.st_size != self.size:
-                        self._catch_up(st.st_size)
-                    if entry_id in self.ids:       # another appender wrote it meanwhile
-                        self._same(entry_id, data)
-                        return
-                    try:
-                        files.write_all(fd, data)
-                        os.fdatasync(fd)
-                    except OSError as e:
-                        raise files.failed(self.path, e, "could not append to the session") from None
-                    self.ids[entry_id] = self.size
-                    self.size += len(data)
-                    if self._here() is not None:
-                        return
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            if self.held:
+                return
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            self.held = True
+            st = self._here()
+            if st is not None:
+                if st.st_size != self.size:
+                    self._catch_up(st.st_size)
+                return
+            self._release()
             self._reopen()
         raise PantoError(f"'{self.path}' keeps being replaced while appending; stopped")
 
+    def _release(self):
+        if self.held:
+            self.held = False
+            if self.fd is not None:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def _catch_up(self, size):
+        """Under the lock: take in what another appender added since our last write."""
+        if size < self.size:
+            raise PantoError(f"'{self.path}' was cut shorter while appending (from {self.size} to {size} "
+                             f"bytes): stopped, so that nothing is written after entries that may be "
+                             f"gone (check it with panto-log replay)")
+        r = Scan()
+        r.header, r.header_raw, r.ids, r.leaf = self.header, self.header_raw, self.ids, self.file_leaf
+        recover(self.path, self.fd, r, start=self.size, lineno=self.lines)
+        self.size, self.lines, self.file_leaf = r.end, r.end_line, r.leaf
+        self.dirty = True
+
+    def _append(self, data, obj):
+        """Write one line durably into the file at the path (unless it has the id)."""
+        self._hold()
+        entry_id = obj["id"]
+        if entry_id in self.ids:       # another appender wrote it meanwhile
+            self._same(entry_id, data)
+            return
+        start = self.size
+        try:
+            files.write_all(self.fd, data)
+            os.fdatasync(self.fd)
+        except OSError as e:
+            self._cut_back(start, e)
+        self.ids[entry_id] = index.node(obj, start, start + len(data))
+        self.size += len(data)
+        self.lines += 1
+        self.file_leaf = entry_id
+        self.dirty = True
+
+    def _cut_back(self, start, e):
+        """A write or its fdatasync failed (a full disk): cut off what part of
+        the line reached the file, so that no torn line is left, then report."""
+        try:
+            os.ftruncate(self.fd, start)
+            os.fsync(self.fd)
+        except OSError as e2:
+            raise PantoError(f"'{self.path}': could not append to the session: {e.strerror or e}, nor cut "
+                             f"back the part written: {e2.strerror or e2} (panto-log replay cuts it)") from None
+        raise files.failed(self.path, e, "could not append to the session") from None
+
     def _same(self, entry_id, data):
         """An entry the file has already: say so if the file's differs."""
-        offset = self.ids[entry_id]
-        if offset is None or os.pread(self.fd, len(data), offset) == data:
+        n = self.ids[entry_id]
+        if n is None:
+            return
+        offset = n[index.START]
+        if os.pread(self.fd, len(data), offset) == data:
             return
         with open(self.fd, "rb", closefd=False) as f:     # the same entry written differently?
             f.seek(offset)
@@ -451,12 +511,15 @@ class Writer:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
             st = os.fstat(fd)
             self.fd, self.ident, self.size = fd, (st.st_dev, st.st_ino), len(data)
-            offset = 0
-            for raw, entry_id, write in self.pending:
+            offset = lines = 0
+            for raw, obj, write in self.pending:
                 if write:
-                    if entry_id is not None:
-                        self.ids[entry_id] = offset
+                    if obj is not None:
+                        self.ids[obj["id"]] = index.node(obj, offset, offset + len(raw))
+                        self.file_leaf = obj["id"]
                     offset += len(raw)
+                    lines += 1
+            self.lines, self.dirty = lines, True
             return
         # Another appender created the file first: append what it lacks. (Made
         # in place, without hard links, it is empty until its creator holds
@@ -467,12 +530,36 @@ class Writer:
         if self.header["id"] != stream_id:
             raise PantoError(f"'{self.path}' appeared meanwhile as another session ({self.header['id']}); "
                              f"refusing to mix them")
-        for raw, entry_id, write in self.pending:
-            if write and entry_id is not None:
-                self._append(raw, entry_id)
+        try:
+            for raw, obj, write in self.pending:
+                if write and obj is not None:
+                    self._append(raw, obj)
+        finally:
+            self._release()
+
+    def feed_batch(self, lines, echo):
+        """Take Lines that arrived together; pass echo() the bytes that may go
+        downstream, once the last of them is durable (and the lock is free).
+        On an error, what was durable before it is still echoed; nothing
+        waiting for creation is."""
+        out = []
+        try:
+            for line in lines:
+                out.append(self._feed(line))
+        except BaseException:
+            self.dirty = False      # what is known of the file may be wrong now: keep no index of it
+            raise
+        finally:
+            self._release()
+            echo(b"".join(out))
 
     def feed(self, line):
         """Take one stream Line; return the bytes that may now be echoed."""
+        out = []
+        self.feed_batch([line], out.append)
+        return out[0]
+
+    def _feed(self, line):
         if not self.started:
             self._start(line)
         if line.kind == stream.HEADER:
@@ -487,17 +574,14 @@ class Writer:
             del self.ids[obj["id"]]        # complete() reserved it; written below
         entry_id = obj["id"]
         if self.fd is not None:
-            if entry_id in self.ids and self._here() is not None:   # already in the file
-                self._same(entry_id, raw)
-            else:
-                self._append(raw, entry_id)
+            self._append(raw, obj)         # or, when the file has it, compare
             self.leaf = entry_id
             return raw
         known = entry_id in self.ids       # already in the stream (idempotent)
         self.leaf = entry_id
         if not known:
             self.ids[entry_id] = None
-        self.pending.append((raw, entry_id, not known))
+        self.pending.append((raw, obj, not known))
         if known or not stream.is_assistant(obj):
             return b""
         if self.pending[0][1] is not None:   # a headerless stream never gets here
@@ -514,6 +598,13 @@ class Writer:
         return out
 
     def close(self):
+        """Close the file, keeping what is known of it in the index cache."""
         if self.fd is not None:
+            self._release()
+            if self.dirty:
+                r = Scan()
+                r.header_raw, r.ids, r.leaf, r.end, r.end_line = (self.header_raw, self.ids, self.file_leaf,
+                                                                  self.size, self.lines)
+                index.save(self.path, self.fd, r, self.env)
             os.close(self.fd)
             self.fd = None

@@ -8,8 +8,9 @@ This module is the one definition of the format's rules; every reader calls
 it: `loads` (a complete JSON object or None), `torn` (what a crash can leave),
 `classify` / `problem` (the kind of a line or what is wrong with it),
 `is_header`, `header_of` (a first line read cheaply), `is_assistant`,
-`is_compaction`, and for the fast byte scanners `ASSISTANT_MARK` /
-`may_be_assistant` and `COMPACTION_MARK`.
+`is_compaction`, `is_partial` / `omitted_ids` (a stream that is not the
+complete session says so in its header), and for the fast byte scanners
+`ASSISTANT_MARK` / `may_be_assistant` and `COMPACTION_MARK`.
 """
 import orjson
 
@@ -103,6 +104,32 @@ def header_of(first):
     """The header a file's first line holds (bytes), or None if it is not one."""
     obj = loads(first)
     return obj if obj is not None and is_header(obj) else None
+
+
+# A stream that is not the complete session (`panto-log replay --context`)
+# says so in its header: {"type":"session",...,"partial":{"omitted":[ID,...]}},
+# the ids of the file's entries it leaves out. Such a header never reaches a
+# file; every reader that sums or lists a session (panto-cost, panto-ls) must
+# not take the stream for the whole session.
+PARTIAL = "partial"
+
+
+def is_partial(header):
+    """Is this header (parsed) that of a stream that leaves entries out?"""
+    return type(header) is dict and header.get(PARTIAL) is not None
+
+
+def omitted_ids(header):
+    """The ids a partial stream's header says were left out (none for a
+    complete stream): new ids must not take them."""
+    part = header.get(PARTIAL) if type(header) is dict else None
+    ids = part.get("omitted") if type(part) is dict else None
+    return [i for i in ids if type(i) is str] if type(ids) is list else []
+
+
+def partial_header(header, omitted):
+    """The header line of a stream that leaves the entries `omitted` out."""
+    return dumps({**header, PARTIAL: {"omitted": list(omitted)}})
 
 
 def is_assistant(obj):
@@ -251,19 +278,71 @@ def read(f, name="<stdin>"):
     A last line without its line feed is accepted (a stream cut by `head -c`
     or typed by hand); the line feed is added to its bytes.
     """
+    for batch in read_batches(f, name, _lines=iter(f)):
+        yield from batch
+
+
+def read_batches(f, name="<stdin>", _lines=None):
+    """Yield lists of the Lines of a binary file object, each list holding
+    the complete lines that were available at once (one read of the file):
+    a writer can take each list under one lock. The same rules as read()."""
     lineno = 0
     header_seen = entries_seen = False
-    for raw in f:
-        lineno += 1
-        if not raw.strip():
+    for raws in (([raw] for raw in _lines) if _lines is not None else _chunks(f)):
+        batch = []
+        for raw in raws:
+            lineno += 1
+            if not raw.strip():
+                continue
+            if raw[-1:] != b"\n":
+                raw += b"\n"
+            try:
+                line = parse_line(raw, name, lineno)
+                if line.kind == HEADER and (header_seen or entries_seen):
+                    raise SessionError("a session header after the first line", name, lineno)
+            except SessionError:
+                if batch:       # the lines before a bad one are taken first
+                    yield batch
+                raise
+            if line.kind == HEADER:
+                header_seen = True
+            else:
+                entries_seen = True
+            batch.append(line)
+        if batch:
+            yield batch
+
+
+def _chunks(f):
+    """Lists of the complete lines of each read of f (a line longer than a
+    read is gathered first); the last line may lack its line feed."""
+    read = getattr(f, "read1", f.read)
+    carry = []
+    while True:
+        chunk = read(1 << 16)
+        if not chunk:
+            if carry:
+                yield [b"".join(carry)]
+            return
+        end = chunk.rfind(b"\n") + 1
+        if not end:
+            carry.append(chunk)
             continue
-        if raw[-1:] != b"\n":
-            raw += b"\n"
-        line = parse_line(raw, name, lineno)
-        if line.kind == HEADER:
-            if header_seen or entries_seen:
-                raise SessionError("a session header after the first line", name, lineno)
-            header_seen = True
+        if carry:
+            carry.append(chunk[:end])
+            data = b"".join(carry)
         else:
-            entries_seen = True
-        yield line
+            data = chunk[:end] if end < len(chunk) else chunk
+        carry = [chunk[end:]] if end < len(chunk) else []
+        # bytes.splitlines breaks at b"\n", b"\r" and b"\r\n" only: without a b"\r" it is a split on b"\n"
+        yield data.splitlines(keepends=True) if b"\r" not in data else _split(data)
+
+
+def _split(data):
+    """Lines of data split on b"\\n" only."""
+    out, p = [], 0
+    while p < len(data):
+        e = data.index(b"\n", p) + 1
+        out.append(data[p:e])
+        p = e
+    return out

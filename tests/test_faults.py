@@ -77,7 +77,7 @@ def test_full_disk_during_creation_leaves_nothing_and_names_the_file(isolated, s
     err = p.stderr.decode()
     assert os.path.join(sessions, SID + ".jsonl") in err and "File too large" in err
     assert err.count("\n") == 1
-    assert p.stdout == data                       # the lines it passed through are still echoed
+    assert p.stdout == b""                        # nothing echoed: none of it is on a disk
     assert not os.path.exists(root)               # no file, no new directory
 
 
@@ -109,6 +109,55 @@ def test_full_disk_on_a_small_tmpfs(isolated, tmp_path):
         assert str(existing) in p.stderr.decode() and p.stdout == b""
         os.unlink(mnt / "filler")
         assert run(["panto-log", "replay", str(existing)], env=env).stdout == before
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
+
+
+@pytest.mark.parametrize("room", [1, 100, 400])
+def test_a_write_that_fails_mid_line_leaves_no_torn_line(isolated, room):
+    # RLIMIT_FSIZE: the write crossing the limit is short, the next one fails (EFBIG)
+    f = session_file(isolated)
+    before = read(f)
+    first = msg("c0000001", "0000bbbb", "user", "fits") if room >= 100 else b""
+    second = msg("c0000002", "c0000001" if first else "0000bbbb", "user", "y" * 2000)
+    assert len(second) > room
+    limit = len(before) + len(first) + room
+    p = subprocess.run([exe("panto-log"), "append", f], input=first + second, capture_output=True,
+                       preexec_fn=_fsize(limit))
+    _without_coverage_noise(p)
+    assert_clean_error(p, 1, "panto-log")
+    assert f in p.stderr.decode() and "File too large" in p.stderr.decode()
+    assert read(f) == before + first                  # cut back to the line's start
+    assert p.stdout == first                          # what is durable was echoed, nothing else
+    assert log("replay", f).stdout == before + first
+
+
+def test_a_full_tmpfs_mid_line_leaves_no_torn_line(isolated, tmp_path):
+    mnt = tmp_path / "small"
+    if not _mount_tmpfs(mnt, "64k"):
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    try:
+        f = mnt / "s.jsonl"
+        f.write_bytes(session_bytes(isolated))        # a page partly used: the next write is short
+        before = f.read_bytes()
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"x" * 4096)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+        finally:
+            os.close(fd)
+        line = msg("d0000001", "0000bbbb", "user", "z" * 9000)
+        env = dict(os.environ, PANTO_SESSION_DIR=str(mnt / "sessions"))
+        p = run(["panto-log", "append", str(f)], input=line, env=env)
+        assert_clean_error(p, 1, "panto-log")
+        assert "No space left on device" in p.stderr.decode() and str(f) in p.stderr.decode()
+        assert p.stdout == b"" and f.read_bytes() == before
+        os.unlink(mnt / "filler")
+        assert run(["panto-log", "replay", str(f)], env=env).stdout == before
+        p = run(["panto-log", "append", str(f)], input=line, env=env)     # room again: it goes on
+        assert p.returncode == 0 and f.read_bytes() == before + line
     finally:
         subprocess.run(["umount", "-l", str(mnt)])
 
@@ -224,6 +273,22 @@ def test_an_appender_refuses_a_file_that_is_no_longer_its_session(isolated, what
     status, rest, err = s.end()
     assert status == 1 and rest == b"" and "Traceback" not in err and f in err, err
     assert read(f) == replacement
+
+
+@pytest.mark.parametrize("keep", ["header", "some entries"])
+def test_an_appender_stops_when_its_file_is_cut_shorter_in_place(isolated, keep):
+    f = session_file(isolated, turns=3)
+    s = Slow(f)
+    one, two = msg("b1000001", "0002bbbb", "user", "one"), msg("b1000002", "b1000001", "user", "two")
+    assert s.send(one) == one
+    data = read(f)
+    cut = len(lines(data)[0]) if keep == "header" else len(b"".join(lines(data)[:3]))
+    os.truncate(f, cut)                              # the same file, shorter
+    assert s.send(two) == b""                        # never echoed, never written
+    status, rest, err = s.end()
+    assert status == 1 and rest == b"" and "Traceback" not in err, err
+    assert "cut shorter" in err and f in err and err.count("\n") == 1
+    assert read(f) == data[:cut]
 
 
 # -- Ctrl-C during start-up ----------------------------------------------------------------------

@@ -309,20 +309,22 @@ def test_every_line_is_fsynced_before_its_echo(isolated, tmp_path):
         pytest.skip("ptrace not permitted here")
     ok(p)
     calls = [l for l in trace.read_text().splitlines() if re.search(r"\b(write|fsync|fdatasync)\(", l)]
-    # the order per line: write(file fd, line) -> f(data)sync(file fd) -> write(1, line)
+    # the order per line: write(file fd, line) -> f(data)sync(file fd) -> write(1, ... line ...)
+    # (lines that arrive together are echoed together, after the last one's sync)
     seq = []
     for l in calls:
         m = re.search(r"(write|fsync|fdatasync)\((\d+)", l)
         if m.group(1) == "write" and "durable" in l:
-            seq.append(("w1" if m.group(2) == "1" else "wf"))
+            held = {i for i in range(3) if f"durable {i}" in l}
+            seq.append(("w1" if m.group(2) == "1" else "wf", held))
         elif m.group(1) in ("fsync", "fdatasync"):
-            seq.append("sync")
-    compact = seq
-    assert compact.count("wf") == 3 and compact.count("w1") == 3, compact
+            seq.append(("sync", set()))
+    assert sum(1 for s, _ in seq if s == "wf") == 3, seq
     for i in range(3):
-        wf = [k for k, s in enumerate(compact) if s == "wf"][i]
-        w1 = [k for k, s in enumerate(compact) if s == "w1"][i]
-        assert wf < w1 and "sync" in compact[wf:w1], compact
+        wf = [k for k, (s, held) in enumerate(seq) if s == "wf" and i in held]
+        w1 = [k for k, (s, held) in enumerate(seq) if s == "w1" and i in held]
+        assert len(wf) == 1 and len(w1) == 1, seq
+        assert wf[0] < w1[0] and ("sync", set()) in seq[wf[0]:w1[0]], seq
 
 
 def test_append_keeps_writing_after_ctrl_c_until_eof(isolated):
@@ -467,12 +469,19 @@ def test_invalid_line_mid_stream_keeps_what_came_before(isolated):
     assert read(f) == base + good
 
 
-def test_deferred_lines_reach_downstream_even_on_error(isolated, sessions):
+def test_deferred_lines_are_not_echoed_when_append_fails(isolated, sessions):
+    # they are on no disk: downstream must not take them for saved (the upstream still has them)
     data = header(isolated) + msg("00000001", None, "user", "keep my prompt")
     p = log("append", input=data + b"not json\n")
     assert_clean_error(p, 1, "panto-log")
-    assert p.stdout == data
+    assert p.stdout == b""
     assert not os.path.exists(sessions)
+
+
+def test_deferred_lines_are_echoed_at_the_end_of_a_stream_without_a_reply(isolated, sessions):
+    data = header(isolated) + msg("00000001", None, "user", "no reply came")
+    p = ok(log("append", input=data))
+    assert p.stdout == data and not os.path.exists(sessions)
 
 
 # -- replay: selection -----------------------------------------------------------
@@ -885,3 +894,282 @@ def test_usage_errors_exit_2(argv):
     p = log(*argv)
     assert p.returncode == 2, p.stderr
     assert b"Traceback" not in p.stderr
+
+
+# -- replay --context: the path the next request needs, a partial stream -----------------
+
+def compaction(eid, parent, first_kept, summary="what came before"):
+    return orjson.dumps({"type": "compaction", "id": eid, "parentId": parent,
+                         "timestamp": "2026-04-25T17:40:16.000Z", "summary": summary,
+                         "firstKeptId": first_kept, "provider": "openai", "model": "gpt-4o"}) + b"\n"
+
+
+def compacted_session(cwd, turns=6, branch=True):
+    """system, `turns` user/assistant pairs (an abandoned branch after the
+    second), a compaction keeping the last two prompts, then one more turn
+    whose prompt has no stamp: (bytes, the ids a request needs, the leaf)."""
+    out = [header(cwd), msg("5555aaaa", None, "system", "be brief")]
+    parent, ids = "5555aaaa", []
+    for i in range(turns):
+        u, a = f"{i:04x}aaaa", f"{i:04x}bbbb"
+        out += [msg(u, parent, "user", f"question {i}"),
+                msg(a, u, "assistant", f"answer {i}", stopReason="stop", provider="openai", model="gpt-4o",
+                    usage={"input": 10, "output": 5})]
+        ids.append((u, a))
+        parent = a
+        if branch and i == 1:
+            out.append(msg("7777aaaa", ids[0][1], "user", "an abandoned branch"))
+    first = ids[-2][0]
+    out += [compaction("cccc0000", parent, first), msg("9999aaaa", "cccc0000", "user", "after it", stamp=False),
+            msg("9999bbbb", "9999aaaa", "assistant", "ok", stopReason="stop", provider="openai", model="gpt-4o")]
+    kept = ["5555aaaa", ids[-2][0], ids[-2][1], ids[-1][0], ids[-1][1], "cccc0000", "9999aaaa", "9999bbbb"]
+    return b"".join(out), kept, "9999bbbb"
+
+
+def test_replay_context_prints_what_the_request_needs_marked_partial(isolated):
+    data, kept, _ = compacted_session(isolated)
+    f = session_file(isolated, data=data)
+    p = ok(log("replay", "--context", f))
+    out = lines(p.stdout)
+    head = orjson.loads(out[0])
+    assert head["id"] == SID and head["partial"]["omitted"]
+    every = [orjson.loads(l)["id"] for l in lines(data)[1:]]
+    assert sorted(head["partial"]["omitted"]) == sorted(set(every) - set(kept))
+    assert [orjson.loads(l)["id"] for l in out[1:]] == kept
+    assert all(l in lines(data) for l in out[1:])            # byte for byte, as in the file
+    assert p.stdout == ok(log("replay", "--context", f)).stdout   # the same from the cache
+    assert read(f) == data
+
+
+def test_replay_context_of_a_session_without_compaction_is_the_plain_replay(isolated):
+    f = session_file(isolated, turns=3)
+    assert ok(log("replay", "--context", f)).stdout == read(f)
+
+
+def test_replay_context_at_an_entry_before_the_compaction(isolated):
+    data, _, _ = compacted_session(isolated)
+    f = session_file(isolated, data=data)
+    plain = ok(log("replay", "--at", "0002bbbb", f)).stdout
+    p = ok(log("replay", "--context", "--at", "0002bbbb", f))
+    assert lines(p.stdout)[1:] == lines(plain)[1:]           # no compaction on that path: all of it
+    assert orjson.loads(lines(p.stdout)[0])["partial"]["omitted"]
+
+
+def _conversation(stream_bytes):
+    import io
+
+    from pantolib.conversation import Session
+
+    s = Session.read(io.BytesIO(stream_bytes))
+    return s.messages(), s.active_model(), s.leaf, s.context()[1]
+
+
+def test_a_partial_stream_builds_the_same_conversation(isolated):
+    data, _, leaf = compacted_session(isolated)
+    f = session_file(isolated, data=data)
+    part = ok(log("replay", "--context", f)).stdout
+    assert _conversation(part) == _conversation(data)
+    assert _conversation(part)[2] == leaf
+
+
+def _pipeline_pair(isolated, tmp_path, data, new):
+    """Append `new` through the complete-stream and the partial-stream
+    pipeline, each to its own copy of a session: (complete, partial) files and echoes."""
+    f = session_file(isolated, data=data)
+    g = str(tmp_path / "copy.jsonl")
+    with open(g, "wb") as fh:
+        fh.write(data)
+    whole = ok(log("replay", f)).stdout
+    part = ok(log("replay", "--context", g)).stdout
+    e1 = ok(log("append", f, input=whole + new)).stdout
+    e2 = ok(log("append", g, input=part + new)).stdout
+    return read(f), read(g), e1, e2, whole, part
+
+
+def test_the_partial_pipeline_appends_byte_for_byte_what_the_complete_one_does(isolated, tmp_path):
+    data, _, leaf = compacted_session(isolated)
+    new = (msg("abcd0001", leaf, "user", "one more") +
+           msg("abcd0002", "abcd0001", "assistant", "sure", stopReason="stop", provider="openai", model="gpt-4o"))
+    f, g, e1, e2, whole, part = _pipeline_pair(isolated, tmp_path, data, new)
+    assert f == g == data + new
+    assert e1 == whole + new and e2 == part + new           # each echoes its own stream, then the new lines
+    # idempotent: the partial stream replayed again writes nothing
+    again = ok(log("replay", "--context", str(tmp_path / "copy.jsonl"))).stdout
+    ok(log("append", str(tmp_path / "copy.jsonl"), input=again))
+    assert read(str(tmp_path / "copy.jsonl")) == data + new
+
+
+def test_the_partial_pipeline_through_panto_send_asks_and_writes_the_same(isolated, tmp_path):
+    import sse_server as S
+
+    data, _, leaf = compacted_session(isolated)
+    with S.Server(auto=True) as srv:
+        env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY="sk-test-0123456789abcdef")
+        f = session_file(isolated, data=data)
+        g = str(tmp_path / "copy.jsonl")
+        with open(g, "wb") as fh:
+            fh.write(data)
+        for path, flags in ((f, ()), (g, ("--context",))):
+            src = ok(log("replay", *flags, path)).stdout
+            out = ok(run(["panto-send", "--quiet", "next question"], input=src, env=env)).stdout
+            assert out.startswith(src)
+            ok(log("append", path, input=out))
+        assert len(srv.requests) == 2 and srv.requests[0].body == srv.requests[1].body
+    added = [lines(read(p))[len(lines(data)):] for p in (f, g)]
+
+    def shape(raw):
+        e = orjson.loads(raw)
+        e.pop("id"), e.pop("timestamp")
+        e["parentId"] = "new" if e["parentId"] not in (leaf, None) else e["parentId"]
+        return e
+    assert len(added[0]) == len(added[1]) == 2
+    assert [shape(x) for x in added[0]] == [shape(x) for x in added[1]]
+    assert orjson.loads(added[1][0])["parentId"] == leaf
+    assert orjson.loads(added[1][1])["parentId"] == orjson.loads(added[1][0])["id"]
+
+
+def test_a_partial_stream_never_creates_a_file_nor_is_taken_for_one(isolated, tmp_path, sessions):
+    data, _, _ = compacted_session(isolated)
+    f = session_file(isolated, data=data)
+    part = ok(log("replay", "--context", f)).stdout
+    os.unlink(f)
+    p = log("append", f, input=part)
+    assert_clean_error(p, 1, "panto-log")
+    assert "only part of session" in p.stderr.decode() and not os.path.exists(f)
+    saved = tmp_path / "part.jsonl"                    # a partial stream kept in a file is no session file
+    saved.write_bytes(part)
+    for argv in (("replay", str(saved)), ("append", str(saved))):
+        p = log(*argv, input=msg("e0000001", "9999bbbb", "user", "more"))
+        assert_clean_error(p, 1, "panto-log")
+        assert "partial stream" in p.stderr.decode()
+    assert saved.read_bytes() == part
+
+
+def test_panto_cost_on_a_partial_stream_says_it_is_partial(isolated):
+    data, _, _ = compacted_session(isolated)
+    f = session_file(isolated, data=data)
+    part = ok(log("replay", "--context", f)).stdout
+    p = run(["panto-cost", "--json"], input=part)
+    assert p.returncode == 0 and "not the whole session" in p.stderr.decode()
+    whole = run(["panto-cost", "--json"], input=read(f))
+    assert "not the whole session" not in whole.stderr.decode()
+
+
+def test_panto_ls_skips_a_partial_stream_with_a_note(isolated, sessions):
+    data, _, _ = compacted_session(isolated)
+    f = session_file(isolated, data=data)
+    part = ok(log("replay", "--context", f)).stdout
+    with open(os.path.join(sessions, OTHER + ".jsonl"), "wb") as fh:
+        fh.write(part.replace(SID.encode(), OTHER.encode(), 1))
+    p = run(["panto-ls"])
+    assert p.returncode == 0 and len(p.stdout.splitlines()) == 1     # the whole session only
+    assert "partial stream" in p.stderr.decode()
+
+
+# -- the index cache never changes what append and replay --context do -----------------------
+
+def _index_files():
+    root = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "index")
+    return [os.path.join(root, n) for n in os.listdir(root)] if os.path.isdir(root) else []
+
+
+def _no_cache():
+    for p in _index_files():
+        os.unlink(p)
+
+
+def test_the_index_cache_is_private(isolated):
+    f = session_file(isolated, turns=2)
+    ok(log("append", f, input=msg("e0000001", "0001bbbb", "user", "more")))
+    files = _index_files()
+    assert len(files) == 1
+    assert stat.S_IMODE(os.stat(files[0]).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(files[0])).st_mode) == 0o700
+    assert b"more" not in read(files[0]) and b"question" not in read(files[0])   # no message text
+
+
+def _cut(f, data):
+    """Cut the file shorter in place (same inode), at a line boundary."""
+    keep = b"".join(lines(data)[:-3])
+    os.truncate(f, len(keep))
+
+
+def _rewrite_same_size(f, data):
+    """Rewrite it in place with other entries of the same size."""
+    new = data.replace(b"answer", b"ANSWER")
+    with open(f, "r+b") as fh:
+        fh.write(new)
+
+
+def _replace(f, data):
+    with open(f + ".new", "wb") as fh:
+        fh.write(data.replace(b"question", b"QUESTION"))
+    os.rename(f + ".new", f)
+
+
+def _torn(f, data):
+    with open(f, "ab") as fh:
+        fh.write(b'{"type":"message","id":"torn')
+
+
+@pytest.mark.parametrize("change", [None, _cut, _rewrite_same_size, _replace, _torn])
+def test_cached_and_uncached_runs_agree(isolated, change):
+    data, _, leaf = compacted_session(isolated)
+    f = session_file(isolated, data=data)
+    results = []
+    for cached in (True, False):
+        with open(f, "wb") as fh:
+            fh.write(data)
+        _no_cache()
+        step = [ok(log("replay", "--context", f)).stdout]     # builds the cache
+        ok(log("append", f, input=msg("e0000001", leaf, "user", "more")))
+        if change is not None:
+            change(f, read(f))
+        if not cached:
+            _no_cache()
+        step.append(log("replay", "--context", f))
+        if not cached:
+            _no_cache()
+        step.append(log("append", f, input=msg("e0000002", "e0000001", "user", "again") + bare("user", "bare")))
+        if not cached:
+            _no_cache()
+        step.append(log("replay", "--context", f))
+        if not cached:
+            _no_cache()
+        step.append(log("append", f, input=msg("e0000001", leaf, "user", "more")))   # idempotent
+        step.append(log("replay", f))
+        out = [step[0]] + [(s.returncode, s.stdout, s.stderr) for s in step[1:]]
+        results.append((out, read(f)))
+    (a, fa), (b, fb) = results
+
+    def same(x, y):     # a bare entry gets a fresh id and time each run
+        return re.sub(rb'"id":"[0-9a-f]{8}","parentId":"e0000002","timestamp":"[^"]*"', b"BARE", x) == \
+            re.sub(rb'"id":"[0-9a-f]{8}","parentId":"e0000002","timestamp":"[^"]*"', b"BARE", y)
+    assert same(fa, fb)
+    for x, y in zip(a[1:], b[1:]):
+        assert x[0] == y[0] and same(x[1], y[1]) and x[2] == y[2], (x, y)
+
+
+def test_compaction_of_a_partial_stream_asks_and_keeps_the_same(isolated, tmp_path):
+    import sse_server as S
+
+    data, _, _ = compacted_session(isolated)
+    with S.Server(auto=True) as srv:
+        env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY="sk-test-0123456789abcdef")
+        f = session_file(isolated, data=data)
+        g = str(tmp_path / "copy.jsonl")
+        with open(g, "wb") as fh:
+            fh.write(data)
+        for path, flags in ((f, ()), (g, ("--context",))):
+            src = ok(log("replay", *flags, path)).stdout
+            out = ok(run(["panto-send", "--quiet", "--compact", "--keep", "1"], input=src, env=env)).stdout
+            ok(log("append", path, input=out))
+        assert len(srv.requests) == 2 and srv.requests[0].body == srv.requests[1].body
+    new = [orjson.loads(lines(read(p))[-1]) for p in (f, g)]
+    assert new[0]["type"] == new[1]["type"] == "compaction"
+    assert new[0]["firstKeptId"] == new[1]["firstKeptId"] == "9999aaaa"
+    assert new[0]["parentId"] == new[1]["parentId"] == "9999bbbb"
+    # and the next turn's stream follows the new compaction (with the last stamped
+    # prompt before it: the one kept has no stamp, and it names the active model)
+    head, *rest = lines(ok(log("replay", "--context", g)).stdout)
+    assert [orjson.loads(x)["id"] for x in rest] == ["5555aaaa", "0005aaaa", "9999aaaa", "9999bbbb", new[1]["id"]]

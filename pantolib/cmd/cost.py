@@ -105,6 +105,12 @@ def _count(tally, f, name, by, stream=False):
         add(entry, group)
     for note in scan.notes:
         _warn(note)
+    from pantolib import stream as format_
+
+    if format_.is_partial(scan.header):   # replay --context: never a silently partial figure
+        n = len(format_.omitted_ids(scan.header))
+        _warn(f"{name}: not the whole session: a partial stream ({n} entries left out); the figures "
+              f"count only what it holds (price the session file, or panto-log replay without --context)")
 
 
 def _first_time(f, seen):

@@ -2,7 +2,7 @@
 
 Usage:
   panto-log append [FILE]
-  panto-log replay [--no-repair | --skip-bad] [--at=ID] [SESSION | --last]
+  panto-log replay [--no-repair | --skip-bad] [--at=ID] [--context] [SESSION | --last]
   panto-log tree [--json] [SESSION | --last | -]
   panto-log show [--at=ID | --all] [SESSION | --last | -]
   panto-log name TITLE [SESSION | --last]
@@ -19,6 +19,8 @@ Commands:
                 A bad line with valid lines after it is reported, not cut.
                 With --at, only the header and the entries on the path from
                 the root to entry ID: what is appended next branches there.
+                With --context, only what the next request needs (see
+                panto-session(5)): a stream marked as not the whole session.
   tree          One line per entry, as a tree: id (* on the active path),
                 role indented by fork depth, time, first line of text.
   show          The active path (or --at ID's path, or --all entries) as
@@ -30,6 +32,9 @@ Options:
   --skip-bad    Print the session without its bad lines (each named on
                 stderr) and without a torn tail; the file is not changed.
   --at=ID       An entry id, or a unique prefix of one.
+  --context     Print the header, marked partial, the system entries and the
+                path from the last compaction's first kept entry on, read by
+                offset (the index cache) instead of the whole file.
   --json        One JSON object per entry instead of tab-separated lines.
   --all         Every entry in file order, not just the active path.
   --last        The session of this directory with the most recent activity.
@@ -65,6 +70,8 @@ def main(argv=None):
         return show(args["SESSION"], args["--at"], args["--all"])
     if args["name"]:
         return name(args["TITLE"], args["SESSION"])
+    if args["--context"]:
+        return replay_context(args["SESSION"], args["--no-repair"], args["--at"], args["--skip-bad"])
     return replay(args["SESSION"], args["--no-repair"], args["--at"], args["--skip-bad"])
 
 
@@ -96,14 +103,14 @@ def append(path):
                     downstream[1] = e
                 cli.silence_stdout()
 
+    # Lines that arrive together are written under one lock and one check of
+    # the path; each is echoed only once it is durable. When anything fails,
+    # nothing that waits for the file's creation is echoed: it is on no disk.
     writer = session.Writer(path, warn=lambda message: cli.warn(NAME, message))
     try:
-        for line in stream.read(cli.stdin()):
-            echo(writer.feed(line))
+        for batch in stream.read_batches(cli.stdin()):
+            writer.feed_batch(batch, echo)
         echo(writer.finish())
-    except BaseException:
-        echo(writer.finish())
-        raise
     finally:
         writer.close()
     if downstream[1] is not None:
@@ -154,6 +161,62 @@ def replay(arg, no_repair, at=None, skip_bad=False):
     return cli.OK
 
 
+def replay_context(arg, no_repair, at, skip_bad):
+    """replay --context: the header marked partial (stream.partial_header,
+    naming the ids left out), then the entries of the path to the leaf (or
+    to `at`) that the next request needs (index.context), in path order,
+    byte for byte. Read by offset: the file's tree comes from the index
+    cache, read on from where it stopped (a torn tail is cut, as replay does).
+    When nothing is left out, the output is the plain replay."""
+    import fcntl
+
+    from pantolib import conversation, index, session, stream
+    from pantolib.errors import UsageError
+
+    if skip_bad:
+        raise UsageError("--context reads a session by its index: it cannot skip bad lines "
+                         "(repair the file with --skip-bad first)")
+    path = _session_path(arg)
+    session.check_path(path)
+    fd = os.open(path, (os.O_RDONLY if no_repair else os.O_RDWR) | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if no_repair else fcntl.LOCK_EX)   # an appender may be mid-write
+        try:
+            r = index.read(path, fd, fix=not no_repair)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        if r.cut:
+            cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
+        elif no_repair and r.cut_line is not None:
+            cli.warn(NAME, f"{path}:{r.cut_line}: torn tail; a repair would cut it")
+        if r.fresh:
+            index.save(path, fd, r)
+        nodes = r.ids
+        target = r.leaf if at is None else conversation.find_entry(nodes, at, f"'{path}'")
+        on_path, keep = index.context(nodes, target) if target is not None else ([], [])
+        if at is None and len(keep) == len(nodes):      # the whole session
+            _copy(path, r.end)
+            return cli.OK
+        kept = set(keep)
+        head = stream.partial_header(r.header, [i for i in nodes if i not in kept]) \
+            if len(keep) < len(nodes) else r.header_raw
+        ranges = []
+        for eid in keep:
+            n = nodes[eid]
+            if ranges and ranges[-1][1] == n[index.START]:
+                ranges[-1][1] = n[index.END]
+            else:
+                ranges.append([n[index.START], n[index.END]])
+        out = cli.stdout()
+        out.write(head)
+        out.flush()
+        for start, end in ranges:
+            _send(fd, start, end)
+    finally:
+        os.close(fd)
+    return cli.OK
+
+
 def _session_path(arg):
     """SESSION or --last (None) -> the path of a session file (SPEC §4.2)."""
     from pantolib import paths
@@ -169,28 +232,33 @@ def _session_path(arg):
 
 def _copy(path, length, offset=0):
     """Write bytes offset..length of the file to stdout."""
+    with open(path, "rb") as f:
+        _send(f.fileno(), offset, length)
+
+
+def _send(fd, offset, end):
+    """Write bytes offset..end of the open file fd to stdout (sendfile, else reads)."""
     out = cli.stdout()
     out.flush()
     fd_out = sys.stdout.fileno()
     begin = offset
-    with open(path, "rb") as f:
-        try:
-            while offset < length:
-                n = os.sendfile(fd_out, f.fileno(), offset, min(length - offset, 1 << 24))
-                if n == 0:
-                    break
-                offset += n
-            return
-        except OSError as e:
-            if isinstance(e, BrokenPipeError) or offset > begin:
-                raise
-        f.seek(offset)
-        while offset < length:
-            chunk = f.read(min(length - offset, 1 << 20))
-            if not chunk:
+    try:
+        while offset < end:
+            n = os.sendfile(fd_out, fd, offset, min(end - offset, 1 << 24))
+            if n == 0:
                 break
-            out.write(chunk)
-            offset += len(chunk)
+            offset += n
+        return
+    except OSError as e:
+        if isinstance(e, BrokenPipeError) or offset > begin:
+            raise
+    while offset < end:
+        chunk = os.pread(fd, min(end - offset, 1 << 20), offset)
+        if not chunk:
+            break
+        out.write(chunk)
+        offset += len(chunk)
+    out.flush()
 
 
 # -- branches: replay --at, tree, show, name ------------------------------------

@@ -414,6 +414,8 @@ def _read_input(system_text, context_files=False):
                 unstamped.append((len(out_lines), completed))
         elif line.kind == stream.ENTRY:
             taken.add(line.obj["id"])
+        else:   # the header: a partial stream's left-out ids are taken too
+            taken.update(stream.omitted_ids(line.obj))
         session.add(line)
         out_lines.append(line.raw)
     if not session.lines:

@@ -8,7 +8,7 @@ import subprocess
 from pantolib import paths, terminal
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
-from pantolib.providers import NAMES as PROVIDERS
+from pantolib.providers import APIS, NAMES as PROVIDERS
 
 HELP = """\
 commands:
@@ -37,14 +37,14 @@ def plural(n, word, many=None):
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
-def settings(provider=None, model=None, session=None, env=None):
+def settings(provider=None, model=None, session=None, env=None, api=None):
     """(provider, model, base URL shown) as panto-send will choose them: option,
     then the session's active model, then the environment."""
     from pantolib import providers, secrets
 
     env = os.environ if env is None else env
     active = session.active_model() if session is not None else None
-    name, options, _ = providers.configure({"provider": provider, "model": model}, active, env)
+    name, options, _ = providers.configure({"provider": provider, "model": model, "api": api}, active, env)
     return name, options.model, secrets.shown_url(options.base_url)
 
 
@@ -62,12 +62,15 @@ class Commands:
             self.say(HELP)
         elif name == "/model":
             if not args:
-                provider, model, base = settings(self.provider, self.model, self.session, self.env)
+                provider, model, base = settings(self.provider, self.model, self.session, self.env,
+                                                 self.api)
                 self.say(f"model: {provider}: {model} @ {base}")
             elif len(args) != 2 or args[0] not in PROVIDERS:
                 self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
             else:
                 self.provider, self.model = args
+                if self.api and APIS.get(self.api) != self.provider:
+                    self.api = None     # --api named another provider's wire API
                 self.fill = None
                 self.say(f"model: {self.provider}: {self.model} (from the next prompt on)")
         elif name == "/cost":

@@ -94,6 +94,7 @@ class Repl(Commands):
         self.path = path            # the session file, once there is one
         self.provider = provider    # /model or -p: passed to panto-send
         self.model = model
+        self.api = None             # --api: passed to panto-send (/model to another provider drops it)
         self.yes = yes
         self.max_steps = max_steps
         self.tools = tools
@@ -130,6 +131,8 @@ class Repl(Commands):
         argv = ["--live"]
         if self.tools and "--compact" not in extra:
             argv.append("--tools")
+        if self.api:
+            argv += ["--api", self.api]
         if self.provider:
             argv += ["--provider", self.provider]
         if self.model:
@@ -617,5 +620,5 @@ def setup_history(env=None):
 
 
 def banner(r, session=None):
-    provider, model, base = settings(r.provider, r.model, session, r.env)
+    provider, model, base = settings(r.provider, r.model, session, r.env, r.api)
     return f"panto — {provider}: {model} @ {base}"

@@ -14,7 +14,8 @@ assistant's reply. An empty or headerless input starts a new session.
 Options:
   -p, --provider NAME   openai or anthropic (default: the session's, else PANTO_API_STYLE).
   --api NAME            Wire API: openai_chat, openai_responses or anthropic_messages
-                        (default: PANTO_API_STYLE, else the provider's own, see panto-send(1)).
+                        (default: PANTO_API_STYLE, else the session's, else the provider's
+                        own, see panto-send(1)).
   -m, --model MODEL     Model id (default: the session's, else OPENAI_MODEL or ANTHROPIC_MODEL).
   --base-url URL        API base URL (default: OPENAI_BASE_URL or ANTHROPIC_BASE_URL).
   --system TEXT         System prompt of a new session (default: panto's own).
@@ -88,7 +89,7 @@ def main(argv=None):
     if prompt is not None:
         content = providers.not_run(session.unanswered_tool_uses()) + [entries.text(prompt)]
         user = entries.make_message("user", content, session.leaf, taken, provider=provider,
-                                    model=options.model)
+                                    model=options.model, api=options.api)
         raw = secrets.redact_bytes(stream.dumps(user), keys)
         session.add(stream.Line(raw, user, stream.ENTRY))
         out_lines.append(raw)
@@ -118,7 +119,7 @@ def _configure(opts, session, out, out_lines, unstamped):
         raise
     options.session_id = (session.header or {}).get("id")
     for i, entry in unstamped:
-        out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model))
+        out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model, options.api))
     keys = secrets.ordered([*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)])
     return provider, options, key_var, keys
 
@@ -222,7 +223,7 @@ def _write_reply(out, session, taken, provider, options, keys, content, stop, us
 
     reply = entries.make_message("assistant", content, session.leaf, taken)
     msg = reply["message"]
-    msg.update(provider=provider, model=options.model, stopReason=stop)
+    msg.update(provider=provider, model=options.model, api=options.api, stopReason=stop)
     if usage is not None:
         msg["usage"] = usage
     out.write(secrets.redact_bytes(stream.dumps(reply), keys))

@@ -132,8 +132,10 @@ def normalize(messages):
 
 def configure(flags, active, env):
     """Provider, wire API, model and connection settings: command-line flags
-    first, then the stream's active model (provider, model) or None, then the
-    environment.
+    first, then the stream's active model (provider, model, api) or None, then
+    the environment. The wire API: --api, else PANTO_API_STYLE when it is one
+    of the provider's, else the active model's api when it is one of the
+    provider's, else the provider's default for the base URL.
 
     `flags` holds api, provider, model, base_url, reasoning, cache, max_tokens
     (None when not given). Reasoning comes from the flag, then
@@ -165,7 +167,14 @@ def configure(flags, active, env):
     base_mod = module(provider)
     base = flags.get("base_url") or env.get(prefix + "BASE_URL") or base_mod.DEFAULT_BASE_URL
     if api is None:
-        api = style if style and APIS[style] == provider else default_api(provider, base)
+        # the session keeps its wire API (SPEC 5.1), unless PANTO_API_STYLE names another of this provider
+        kept = active[2] if active and len(active) > 2 else None
+        if style and APIS[style] == provider:
+            api = style
+        elif kept in APIS and APIS[kept] == provider:
+            api = kept
+        else:
+            api = default_api(provider, base)
     mod = api_module(api)
     model = flags.get("model")
     if model is None and active and active[0] == provider:

@@ -1,7 +1,9 @@
 """OpenAI's Responses API (`POST {base}/responses`): request and stream.
 
 Request: the system text as `instructions`, the conversation as `input`
-items (messages, `function_call`, `function_call_output`, and `reasoning`
+items, each naming its `type` (servers such as llama.cpp refuse an item
+without one, a message too: "Cannot determine type of 'item'"): messages,
+`function_call`, `function_call_output`, and `reasoning`
 items sent back with their `encrypted_content`, to the model that wrote them
 only), `store: false` (the session file is the state: OpenAI keeps none),
 `include: ["reasoning.encrypted_content"]` so that reasoning can go back,
@@ -41,7 +43,7 @@ def _assistant_items(blocks):
     for b in blocks:
         t = b.get("type")
         if t == "text" and b["text"]:
-            items.append({"role": "assistant", "content": b["text"]})
+            items.append({"type": "message", "role": "assistant", "content": b["text"]})
         elif t == "thinking" and b.get("itemId") and b.get("signature"):
             summary = [{"type": "summary_text", "text": b["thinking"]}] if b.get("thinking") else []
             items.append({"type": "reasoning", "id": b["itemId"], "encrypted_content": b["signature"],
@@ -58,7 +60,7 @@ def _user_items(blocks):
     results = [{"type": "function_call_output", "call_id": b["toolUseId"], "output": b["content"]}
                for b in blocks if b.get("type") == "toolResult"]
     texts = [{"type": "input_text", "text": b["text"]} for b in blocks if b.get("type") == "text" and b["text"]]
-    return results + ([{"role": "user", "content": texts}] if texts else [])
+    return results + ([{"type": "message", "role": "user", "content": texts}] if texts else [])
 
 
 def wire_input(messages, model):

@@ -22,7 +22,7 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import event_object, normalize, one_line, own_thinking, refused_field
+from pantolib.providers import event_object, normalize, one_line, own_thinking, refusal_note, refused_fields
 
 NAME = "anthropic"
 API = "anthropic_messages"
@@ -38,9 +38,13 @@ EFFORTS = {"minimal": "low"}   # output_config.effort takes low, medium, high, x
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
                 "max_tokens": "length", "model_context_window_exceeded": "contextFull",
                 "tool_use": "toolUse", "refusal": "error"}
-# Optional request fields, as a server's error names them, in the order negotiate() tries them
-# (the more precise names first: "thinking.display", "cache_control.ttl")
-_FIELDS = ("output_config", "display", "ttl", "thinking", "cache_control")
+# Optional request fields, each with the names a server's or a proxy's refusal uses for it.
+# "reasoning": a proxy in front of a model that takes no reasoning in any form (LiteLLM:
+# "UnsupportedParamsError: tiny doesn't support `reasoning.effort`"): thinking goes at once.
+_NAMES = {"output_config": ("output_config",), "display": ("display",), "ttl": ("ttl",),
+          "thinking": ("thinking",), "cache_control": ("cache_control",),
+          "reasoning": ("reasoning.effort", "reasoning_effort", "reasoning")}
+_FIELDS = tuple(_NAMES)
 
 _BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -162,30 +166,37 @@ def build_request(messages, opts):
 
 
 def negotiate(err, opts):
-    """Step back from a field a 400/422 names (SPEC 5.1): adaptive thinking ->
-    a thinking budget, then no thinking; the 1-hour TTL -> the 5-minute one,
-    then no caching. Each step once; None when the error is not about them."""
-    field = refused_field(err, _FIELDS)
-    level = opts.reasoning
-    thinking_sent = level is not None and "thinking" not in opts.dropped
-    if field == "display" and thinking_sent and "display" not in opts.dropped and "adaptive" not in opts.dropped:
-        opts.dropped.add("display")
-        return "the server refused thinking 'display': sent adaptive thinking without it"
-    if field in ("output_config", "thinking", "display") and thinking_sent:
-        if level != "none" and not isinstance(level, int) and "adaptive" not in opts.dropped:
+    """Step back from every field a 400/422 names, in one retry (SPEC 5.1):
+    adaptive thinking -> a thinking budget, then no thinking (at once when a
+    proxy says the model takes no reasoning at all: LiteLLM's "doesn't
+    support `reasoning.effort`"); the 1-hour TTL -> the 5-minute one, then no
+    caching. Each step once; None when the error is not about them."""
+    named = refused_fields(err, _NAMES)
+    level, parts = opts.reasoning, []
+    if level is not None and "thinking" not in opts.dropped:
+        adaptive = level != "none" and not isinstance(level, int) and "adaptive" not in opts.dropped
+        if "reasoning" in named:
+            opts.dropped.add("thinking")
+            parts.append(f"'{named['reasoning']}': sent without thinking")
+        elif ("output_config" in named or "thinking" in named) and adaptive:
+            field = "output_config" if "output_config" in named else "thinking"
             opts.dropped.add("adaptive")
-            return (f"the server refused adaptive thinking ({field}): "
-                    f"sent a thinking budget of {BUDGETS[level]} tokens instead")
-        opts.dropped.add("thinking")
-        return f"the server refused '{field}': sent without thinking"
-    if field in ("cache_control", "ttl") and opts.cache != "off":
-        if field == "ttl" and opts.cache == "1h" and "ttl" not in opts.dropped:
+            parts.append(f"adaptive thinking ({field}): sent a thinking budget of {BUDGETS[level]} tokens instead")
+        elif "display" in named and adaptive and "display" not in opts.dropped:
+            opts.dropped.add("display")
+            parts.append("thinking 'display': sent adaptive thinking without it")
+        elif "output_config" in named or "thinking" in named or "display" in named:
+            field = next(f for f in ("output_config", "thinking", "display") if f in named)
+            opts.dropped.add("thinking")
+            parts.append(f"'{field}': sent without thinking")
+    if opts.cache != "off" and "cache_control" not in opts.dropped:
+        if "ttl" in named and opts.cache == "1h" and "ttl" not in opts.dropped:
             opts.dropped.add("ttl")
-            return "the server refused the 1-hour cache TTL: sent with the 5-minute one"
-        if "cache_control" not in opts.dropped:
+            parts.append("the 1-hour cache TTL: sent with the 5-minute one")
+        elif "cache_control" in named or "ttl" in named:
             opts.dropped.add("cache_control")
-            return "the server refused 'cache_control': sent without prompt caching"
-    return None
+            parts.append("'cache_control': sent without prompt caching")
+    return refusal_note(parts)
 
 
 def list_models(opts):

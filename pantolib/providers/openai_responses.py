@@ -22,7 +22,8 @@ import re
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError, UsageError
-from pantolib.providers import LEVELS, event_object, normalize, one_line, own_thinking, refused_field, valid_arguments
+from pantolib.providers import (LEVELS, event_object, normalize, one_line, own_thinking, refusal_note,
+                                refused_fields, valid_arguments)
 from pantolib.providers.openai_chat import DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_VAR  # noqa: F401
 
 NAME = "openai"
@@ -34,7 +35,9 @@ SUMMARY_JOIN = "\n\n"  # between the summary parts of one reasoning item, in its
 # Optional fields a server may refuse (400/422 naming them), in the order they are
 # looked for in its message. Encrypted content (include's value, or what a model
 # without reasoning says it cannot give) is asked for by `include`.
-_FIELDS = ("include", "prompt_cache_key", "reasoning")
+_NAMES = {"include": ("include",), "prompt_cache_key": ("prompt_cache_key",),
+          "reasoning": ("reasoning.effort", "reasoning.summary", "reasoning")}
+_FIELDS = tuple(_NAMES)
 _ENCRYPTED = re.compile(r"encrypted[ ._]content", re.IGNORECASE)
 
 
@@ -98,17 +101,17 @@ def build_request(messages, opts):
     body["input"] = items
     body["stream"] = True
     body["store"] = False
-    if "include" not in opts.dropped:
+    sent = _sent(opts)
+    if "include" in sent:
         body["include"] = ["reasoning.encrypted_content"]
     if opts.tools:
         body["tools"] = [{"type": "function", "name": t["name"], "description": t.get("description", ""),
                           "parameters": t["parameters"], "strict": False} for t in opts.tools]
     if opts.max_tokens:
         body["max_output_tokens"] = opts.max_tokens
-    reasoning = reasoning_field(opts.reasoning)
-    if reasoning is not None and "reasoning" not in opts.dropped:
-        body["reasoning"] = reasoning
-    if opts.session_id and opts.cache != "off" and "prompt_cache_key" not in opts.dropped:
+    if "reasoning" in sent:
+        body["reasoning"] = reasoning_field(opts.reasoning)
+    if "prompt_cache_key" in sent:
         body["prompt_cache_key"] = opts.session_id
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
     if opts.api_key:
@@ -116,19 +119,34 @@ def build_request(messages, opts):
     return opts.base_url + "/responses", headers, body
 
 
+def _sent(opts):
+    """The optional fields a request with these options carries."""
+    sent = set()
+    if "include" not in opts.dropped:
+        sent.add("include")
+    if opts.session_id and opts.cache != "off" and "prompt_cache_key" not in opts.dropped:
+        sent.add("prompt_cache_key")
+    if reasoning_field(opts.reasoning) is not None and "reasoning" not in opts.dropped:
+        sent.add("reasoning")
+    return sent
+
+
 def negotiate(err, opts):
     """A 400/422 naming `include`, `prompt_cache_key` or `reasoning`, fields
-    sent for optional features: leave that field out of the retry (once)."""
-    field = refused_field(err, _FIELDS)
-    if field is None or field == "reasoning":
+    sent for optional features: leave every one it names out of the retry
+    (once each). Encrypted content is what `include` asks for, whatever
+    else the refusal says of reasoning."""
+    named = refused_fields(err, _NAMES)
+    if named.get("reasoning") is not None or not named:
         if getattr(err, "status", None) in (400, 422) and _ENCRYPTED.search(getattr(err, "detail", "") or ""):
-            field = "include"
-    sent = {"include": True, "prompt_cache_key": bool(opts.session_id and opts.cache != "off"),
-            "reasoning": reasoning_field(opts.reasoning) is not None}
-    if field is None or not sent[field] or field in opts.dropped:
-        return None
-    opts.dropped.add(field)
-    return f"the server refused '{field}': sent without it"
+            named.pop("reasoning", None)
+            named.setdefault("include", "include")
+    sent, parts = _sent(opts), []
+    for field, name in named.items():
+        if field in sent:
+            opts.dropped.add(field)
+            parts.append(f"'{name}': sent without it")
+    return refusal_note(parts)
 
 
 def _count(obj, key):

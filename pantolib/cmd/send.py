@@ -247,7 +247,11 @@ def _aborted(acc, session, taken, provider, options, keys, out):
             out.flush()
             cli.warn(NAME, "interrupted: the reply so far is kept (stopReason aborted)")
             return EXIT_INTERRUPTED
-    cli.warn(NAME, "interrupted before the reply began (the prompt is kept)")
+    from pantolib import stream
+
+    # a new session's file is made with its first reply: only an older one keeps the prompt
+    kept = any(stream.is_assistant(line.obj) for line in session.lines)
+    cli.warn(NAME, "interrupted before the reply began" + (" (the prompt is kept)" if kept else ""))
     return EXIT_INTERRUPTED
 
 
@@ -259,14 +263,16 @@ def _need_key(options, key_var):
 
 
 def _exchange(provider, options, messages, opts, live, keys, key_var, state):
-    """One request; a 400/422 naming an optional field is retried in the older
-    form or without it (the module's negotiate()), once per field."""
+    """One request; a 400/422 naming optional fields is retried in the older
+    form or without them (the module's negotiate(): every field it names in
+    one retry). What a server refused is remembered for a day (providers.
+    refusals), so later requests leave it out from the start."""
     with _sigint_held():    # imports (see main): the network thread's first
         if "network" in state:
             state.pop("network").join()
         from pantolib import http, providers, secrets
         from pantolib.errors import ProviderError
-        from pantolib.providers import sse  # noqa: F401  (stream_reply's parser)
+        from pantolib.providers import refusals, sse  # noqa: F401  (stream_reply's parser)
 
         mod = providers.api_module(options.api)
     retry_note = (lambda m: live.note(f"{NAME}: {m}")) if live is not None else None
@@ -282,6 +288,8 @@ def _exchange(provider, options, messages, opts, live, keys, key_var, state):
         else:
             cli.warn(NAME, message)
 
+    known = refusals.recall(options.api, options.base_url, options.model)
+    options.dropped |= known
     while True:
         url, headers, body = mod.build_request(messages, options)
         for n in options.notes:
@@ -293,18 +301,27 @@ def _exchange(provider, options, messages, opts, live, keys, key_var, state):
             try:
                 req.open()
             except http.StatusError as e:
-                change = mod.negotiate(e, options) if hasattr(mod, "negotiate") else None
+                if providers.context_full(e):
+                    raise ContextFull() from None
+                change = mod.negotiate(e, options)
                 if change:
                     note(change)
                     continue
-                if providers.context_full(e):
-                    raise ContextFull() from None
                 raise
+            if options.dropped - known:   # answered without what was refused: remember it
+                refusals.remember(options.api, options.base_url, options.model, options.dropped - known)
+                known = set(options.dropped)
             acc = state["acc"] = mod.Accumulator(on_text=live and live.text,
                                                  on_thinking=live and live.thinking)
             try:
+                if req.whole is not None:
+                    reply = providers.whole_reply(req.whole, mod, acc, name=provider)
+                    note(providers.IGNORED_STREAM)
+                    return reply
                 return providers.stream_reply(req.chunks(), acc, live and live.flush, name=provider)
             except ProviderError as e:  # an error event may quote the key back
+                if providers.context_full_words(str(e)):
+                    raise ContextFull() from None
                 raise ProviderError(secrets.redact(str(e), keys, keylike=True)) from None
 
 

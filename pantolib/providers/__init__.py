@@ -372,6 +372,39 @@ def stream_reply(chunks, acc, after_chunk=None, name="provider"):
     return acc.result()
 
 
+IGNORED_STREAM = "the server ignored stream: true and sent the whole reply at once: taken as the reply"
+
+
+def whole_reply(body, mod, acc, name="provider"):
+    """(content, stopReason, usage) of a complete reply that a server sent as
+    one JSON document to a streaming request (SPEC 5.1): the module's
+    whole_events() of it, fed to the accumulator. A body that is an event
+    stream after all is read as one; an error object fails the turn with its
+    message; any other JSON is named for what it is (ProviderError)."""
+    import orjson
+
+    from pantolib.errors import ProviderError
+
+    if body.lstrip()[:5] in (b"data:", b"event", b":"):
+        return stream_reply([body, b"\n\n"], acc, name=name)
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        obj = None
+    err = obj.get("error") if isinstance(obj, dict) else None
+    if err:
+        msg = err.get("message") if isinstance(err, dict) else err
+        raise ProviderError(f"{name}: the server ignored stream: true and answered with an error: "
+                            f"{one_line(msg or err)}")
+    events = mod.whole_events(obj) if isinstance(obj, dict) else None
+    if not events:
+        raise ProviderError(f"{name}: the server ignored stream: true (it answered with plain JSON that is "
+                            "not a reply of this API; check the base URL and --api)")
+    for ev in events:
+        acc.feed(ev)
+    return acc.result()
+
+
 def event_object(data, name):
     """The JSON object of one SSE event's data; ProviderError when it is not one."""
     import orjson

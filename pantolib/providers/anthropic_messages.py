@@ -199,6 +199,27 @@ def negotiate(err, opts):
     return refusal_note(parts)
 
 
+def whole_events(obj):
+    """The stream of a complete message (a server that ignored stream: true):
+    each content block started whole and stopped, then the stop reason and
+    usage; None for anything else."""
+    from pantolib.providers.sse import Event
+
+    if obj.get("type") != "message" or not isinstance(obj.get("content"), list):
+        return None
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+    start = {k: v for k, v in obj.items() if k != "content"}
+    events = [("message_start", {"type": "message_start", "message": dict(start, content=[])})]
+    for i, block in enumerate(obj["content"]):
+        events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": block}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    delta = {"type": "message_delta", "delta": {"stop_reason": obj.get("stop_reason")}}
+    if usage is not None:
+        delta["usage"] = usage
+    events += [("message_delta", delta), ("message_stop", {"type": "message_stop"})]
+    return [Event(name, orjson.dumps(data)) for name, data in events]
+
+
 def list_models(opts):
     """(url, headers) of the server's model list (GET /v1/models)."""
     headers = {"accept": "application/json", "anthropic-version": opts.api_version or DEFAULT_VERSION}
@@ -253,9 +274,9 @@ class Accumulator:
             self._usage(obj.get("usage"))
         elif t == "message_stop":
             self.done = True
-        elif t == "error" or ev.event == "error":
+        elif t == "error" or ev.event == "error" or ("type" not in obj and obj.get("error")):
             err = obj.get("error")
-            msg = err.get("message") if isinstance(err, dict) else None
+            msg = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
             kind = err.get("type") if isinstance(err, dict) else None
             raise ProviderError(f"{NAME}: error in the stream: {one_line(msg or kind or 'unknown error')}")
         # content_block_stop, ping and event types added later need nothing

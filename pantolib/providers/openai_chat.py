@@ -129,6 +129,21 @@ def negotiate(err, opts):
     return refusal_note(parts)
 
 
+def whole_events(obj):
+    """The stream of a complete chat completion (a server that ignored stream:
+    true): its message as one delta, then [DONE]; None for anything else."""
+    from pantolib.providers.sse import Event
+
+    choices = obj.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        return None
+    chunk = {"choices": [{"index": 0, "delta": choice["message"], "finish_reason": choice.get("finish_reason")}]}
+    if isinstance(obj.get("usage"), dict):
+        chunk["usage"] = obj["usage"]
+    return [Event("message", orjson.dumps(chunk)), Event("message", b"[DONE]")]
+
+
 def list_models(opts):
     """(url, headers) of the server's model list (GET {base}/models)."""
     headers = {"accept": "application/json"}

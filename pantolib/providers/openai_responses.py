@@ -149,6 +149,21 @@ def negotiate(err, opts):
     return refusal_note(parts)
 
 
+def whole_events(obj):
+    """The stream of a complete response object (a server that ignored stream:
+    true): its ending event, which carries every output item; None for
+    anything else."""
+    import orjson
+
+    from pantolib.providers.sse import Event
+
+    if obj.get("object") != "response" or not isinstance(obj.get("output"), list):
+        return None
+    kind = {"incomplete": "response.incomplete", "failed": "response.failed"}.get(obj.get("status"),
+                                                                                  "response.completed")
+    return [Event(kind, orjson.dumps({"type": kind, "response": obj}))]
+
+
 def _count(obj, key):
     v = obj.get(key) if isinstance(obj, dict) else None
     return v if type(v) is int and v > 0 else 0
@@ -244,6 +259,8 @@ class Accumulator:
         self.events += 1
         obj = event_object(ev.data, NAME)
         handler = _HANDLERS.get(_str(obj.get("type")) or ev.event)
+        if handler is None and "type" not in obj and obj.get("error"):   # data: {"error": ...}
+            handler = Accumulator._error
         if handler is not None:
             handler(self, obj)
         # response.created, in_progress, *.done of parts and every event type added later need nothing
@@ -353,6 +370,8 @@ class Accumulator:
     def _error(self, obj):
         err = obj.get("error") if isinstance(obj.get("error"), dict) else obj
         msg, code = err.get("message"), err.get("code")
+        if not msg and isinstance(obj.get("error"), str):
+            msg = obj["error"]
         if code == CONTEXT_FULL:
             self.incomplete, self.done = CONTEXT_FULL, True
             return

@@ -8,7 +8,7 @@ import subprocess
 from pantolib import paths, terminal
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
-from pantolib.providers import APIS, NAMES as PROVIDERS
+from pantolib.providers import NAMES as PROVIDERS
 
 HELP = """\
 commands:
@@ -63,14 +63,12 @@ class Commands:
         elif name == "/model":
             if not args:
                 provider, model, base = settings(self.provider, self.model, self.session, self.env,
-                                                 self.api)
+                                                 self.api_for(self.provider))
                 self.say(f"model: {provider}: {model} @ {base}")
             elif len(args) != 2 or args[0] not in PROVIDERS:
                 self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
             else:
                 self.provider, self.model = args
-                if self.api and APIS.get(self.api) != self.provider:
-                    self.api = None     # --api named another provider's wire API
                 self.fill = None
                 self.say(f"model: {self.provider}: {self.model} (from the next prompt on)")
         elif name == "/cost":

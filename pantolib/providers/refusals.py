@@ -20,7 +20,7 @@ half of one and concurrent writers never tear it (the last rename wins).
 """
 import os
 
-from pantolib import paths, secrets
+from pantolib import files, paths, secrets
 
 NAME = "refused.json"
 VERSION = 1
@@ -121,10 +121,7 @@ def _write(file, doc):
     try:
         try:
             os.fchmod(fd, 0o600)
-            data = orjson.dumps(doc) + b"\n"
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            files.write_all(fd, orjson.dumps(doc) + b"\n")
             os.fsync(fd)
         finally:
             os.close(fd)

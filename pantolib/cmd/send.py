@@ -144,6 +144,11 @@ class _Network:
             self._thread.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        # an early exit (bad input, a usage error) must not finalize the interpreter
+        # while the thread is inside an import: that crashes it (SIGSEGV) now and then
+        import atexit
+
+        atexit.register(self.join)
 
     def _run(self):
         try:
@@ -309,7 +314,8 @@ def _exchange(provider, options, messages, opts, live, keys, key_var, state):
                     continue
                 raise
             if options.dropped - known:   # answered without what was refused: remember it
-                refusals.remember(options.api, options.base_url, options.model, options.dropped - known)
+                with _sigint_held():      # a whole file or none, and no temporary one left
+                    refusals.remember(options.api, options.base_url, options.model, options.dropped - known)
                 known = set(options.dropped)
             acc = state["acc"] = mod.Accumulator(on_text=live and live.text,
                                                  on_thinking=live and live.thinking)

@@ -52,6 +52,7 @@ DEFAULT_SYSTEM = (
 
 EXIT_CONTEXT_FULL = 3     # the prompt does not fit the context window: compact and retry
 EXIT_INTERRUPTED = 130    # Ctrl-C while the reply streamed: the partial reply is kept
+FINISH_WAIT = 2.0         # seconds an exit waits for the network thread's imports
 
 
 class ContextFull(Exception):
@@ -145,10 +146,12 @@ class _Network:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         # an early exit (bad input, a usage error) must not finalize the interpreter
-        # while the thread is inside an import: that crashes it (SIGSEGV) now and then
+        # while the thread is inside an import: that crashes it (SIGSEGV) now and then.
+        # Bounded: a Ctrl-C inside an import of the main thread can leave the import
+        # lock taken for good, and then the thread never ends (it is left as before).
         import atexit
 
-        atexit.register(self.join)
+        atexit.register(self._finish)
 
     def _run(self):
         try:
@@ -167,6 +170,10 @@ class _Network:
     def join(self):
         self._known.set()
         self._thread.join()
+
+    def _finish(self):
+        self._known.set()
+        self._thread.join(FINISH_WAIT)
 
 
 class _sigint_held:

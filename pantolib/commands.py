@@ -45,14 +45,14 @@ def plural(n, word, many=None):
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
-def settings(provider=None, model=None, session=None, env=None):
+def settings(provider=None, model=None, session=None, env=None, api=None):
     """(provider, model, base URL shown) as panto-send will choose them: option,
     then the session's active model, then the environment."""
     from pantolib import providers, secrets
 
     env = os.environ if env is None else env
     active = session.active_model() if session is not None else None
-    name, options, _ = providers.configure({"provider": provider, "model": model}, active, env)
+    name, options, _ = providers.configure({"provider": provider, "model": model, "api": api}, active, env)
     return name, options.model, secrets.shown_url(options.base_url)
 
 
@@ -70,7 +70,8 @@ class Commands:
             self.say(HELP)
         elif name == "/model":
             if not args:
-                provider, model, base = settings(self.provider, self.model, self.session, self.env)
+                provider, model, base = settings(self.provider, self.model, self.session, self.env,
+                                                 self.api_for(self.provider))
                 self.say(f"model: {provider}: {model} @ {base}")
             elif len(args) != 2 or args[0] not in PROVIDERS:
                 self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)

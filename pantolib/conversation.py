@@ -135,10 +135,18 @@ class Session:
             + [_message(e) for e in kept]
 
     def active_model(self):
-        """(provider, model) of the last stamped user entry on the path, or None."""
-        for e in reversed(self.message_entries()):
+        """(provider, model, api) of the last stamped user entry on the path, or
+        None. `api` is the wire API that entry names; when it names none (a
+        tool result stamped by an older panto-tool, say), the api of the
+        latest entry on the path of the same provider and model that records
+        one (its reply, or an earlier prompt); None when no entry does (files
+        written before the stamp had it: the default API then applies)."""
+        entries = self.message_entries()
+        for i in range(len(entries) - 1, -1, -1):
+            e = entries[i]
             if e["message"]["role"] == "user" and e.get("provider") and e.get("model"):
-                return e["provider"], e["model"]
+                provider, model = e["provider"], e["model"]
+                return provider, model, _api_of(entries, i, provider, model)
         return None
 
     def leaf_message(self):
@@ -169,6 +177,23 @@ class _Parents:
         if entry_id in self.bridge:
             return self.bridge[entry_id]
         return self.by_id[entry_id].get("parentId")
+
+
+def _api_of(entries, at, provider, model):
+    """The wire API recorded by entries[at] or, failing that, by the latest
+    message entry on the path of that provider and model that records one."""
+    api = entries[at].get("api")
+    if isinstance(api, str) and api:
+        return api
+    for e in reversed(entries):
+        m = e["message"]
+        if m["role"] == "assistant":
+            who, api = (m.get("provider"), m.get("model")), m.get("api")
+        else:
+            who, api = (e.get("provider"), e.get("model")), e.get("api")
+        if who == (provider, model) and isinstance(api, str) and api:
+            return api
+    return None
 
 
 def _message(entry):

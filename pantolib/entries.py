@@ -48,13 +48,16 @@ def make_header(cwd=None):
     }
 
 
-def make_message(role, content, parent, taken, provider=None, model=None):
-    """A message entry, keys in the format's order; user entries get stamped."""
+def make_message(role, content, parent, taken, provider=None, model=None, api=None):
+    """A message entry, keys in the format's order; user entries get stamped
+    (provider, model, and the wire API when known)."""
     entry = {"type": "message", "id": new_id(taken), "parentId": parent, "timestamp": now_iso()}
     if provider is not None:
         entry["provider"] = provider
     if model is not None:
         entry["model"] = model
+    if api is not None:
+        entry["api"] = api
     entry["message"] = {"role": role, "content": content}
     return entry
 
@@ -68,14 +71,16 @@ def complete(bare, parent, taken):
     return entry
 
 
-def stamp(entry, provider, model):
-    """Stamp a user entry, in place, with the provider/model it is sent to
-    (placed before "message", as the format orders keys)."""
-    items = [(k, v) for k, v in entry.items() if k not in ("provider", "model")]
+def stamp(entry, provider, model, api=None):
+    """Stamp a user entry, in place, with the provider/model (and wire API)
+    it is sent to, placed before "message", as the format orders keys."""
+    items = [(k, v) for k, v in entry.items() if k not in ("provider", "model", "api")]
     entry.clear()
     for key, value in items:
         if key == "message":
             entry["provider"], entry["model"] = provider, model
+            if api is not None:
+                entry["api"] = api
         entry[key] = value
     return entry
 

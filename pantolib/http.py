@@ -25,6 +25,7 @@ BACKOFF_BASE = 0.5          # seconds, doubled every attempt
 BACKOFF_CAP = 8.0
 CONNECT_CAP = 15.0          # seconds to connect, at most
 MAX_ERROR_BODY = 64 * 1024
+MAX_WHOLE_BODY = 64 * 1024 * 1024   # a complete reply sent as one JSON document
 MAX_MODELS_BODY = 16 * 1024 * 1024
 
 
@@ -101,6 +102,8 @@ def error_detail(body):
 
 
 def _message(body):
+    if body.lstrip()[:5] in (b"data:", b"event"):   # an error answered as an event stream
+        return _stream_message(body)
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -118,6 +121,23 @@ def _message(body):
         for key in ("message", "detail"):
             if isinstance(obj.get(key), str):
                 return obj[key]
+    return body.decode("utf-8", "replace")
+
+
+def _stream_message(body):
+    """The message of the first event of an event-stream body that holds one
+    (`data: {"error": {...}}`), else the body as it is."""
+    from pantolib.providers.sse import events
+
+    for ev in events([body, b"\n\n"]):
+        if ev.data == b"[DONE]":
+            continue
+        try:
+            obj = orjson.loads(ev.data)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and (obj.get("error") or obj.get("message")):
+            return _message(ev.data)
     return body.decode("utf-8", "replace")
 
 
@@ -155,6 +175,7 @@ class Request:
         self.key_var, self.on_retry = key_var, on_retry
         self.secrets = _secrets.ordered([*secrets, *_secrets.url_keys(url)])
         self._client = self._response = None
+        self.whole = None   # the body of a 2xx answered as one JSON document, not as a stream
 
     def _hide(self, text):
         """A message with keys hidden, and anything shaped like one (a server's words)."""
@@ -191,10 +212,9 @@ class Request:
             if resp.status_code < 300 and "json" not in resp.headers.get("content-type", ""):
                 self._response = resp
                 return self
-            if resp.status_code < 300:  # a JSON answer to a streaming request
-                _read_body(resp)
-                raise self._fail("the server ignored stream: true (it answered with plain JSON, "
-                                 "not an event stream; check the base URL)")
+            if resp.status_code < 300:  # a JSON answer to a streaming request: the caller reads it whole
+                self.whole = _read_body(resp, MAX_WHOLE_BODY)
+                return self
             body = _read_body(resp)
             wait = self._retry_wait(resp, attempt)
             if wait is None:
@@ -243,6 +263,9 @@ class Request:
 
     def chunks(self):
         """The response body as byte chunks; network failures become ProviderError."""
+        if self.whole is not None:
+            yield self.whole
+            return
         try:
             yield from self._response.iter_bytes()
         except httpx.ReadTimeout:
@@ -310,14 +333,21 @@ def _where(url):
     return f"{u.scheme}://{u.host}" + (f":{u.port}" if u.port else "")
 
 
-def _read_body(resp):
-    """The start of an error answer's body (empty if it cannot be read), then close it."""
+def _read_body(resp, limit=MAX_ERROR_BODY):
+    """The start of an answer's body, up to `limit` bytes (empty if it cannot be read), then close it."""
+    body = []
     try:
-        return resp.read()[:MAX_ERROR_BODY]
+        for piece in resp.iter_bytes():
+            body.append(piece)
+            limit -= len(piece)
+            if limit <= 0:
+                break
     except httpx.HTTPError:
-        return b""
+        pass
     finally:
         resp.close()
+    data = b"".join(body)
+    return data[:len(data) + min(0, limit)]
 
 
 def _reason(e):

@@ -99,6 +99,7 @@ class Repl(Commands):
         self.path = path            # the session file, once there is one
         self.provider = provider    # /model or -p: passed to panto-send
         self.model = model
+        self.api = None             # --api: passed to panto-send while the provider is its own
         self.yes = yes
         self.max_steps = max_steps
         self.tools = tools
@@ -126,6 +127,12 @@ class Repl(Commands):
 
         self.rules = Rules()        # the rules files as read at start, and this run's "always"
 
+    def api_for(self, provider):
+        """The --api to pass with this provider (None: another provider's API, or none given)."""
+        from pantolib.providers import APIS
+
+        return self.api if self.api and (provider is None or APIS.get(self.api) == provider) else None
+
     # -- output ------------------------------------------------------------------------
     def say(self, text="", style=""):
         if style and self.color:
@@ -138,6 +145,8 @@ class Repl(Commands):
         argv = ["--live"]
         if self.tools and "--compact" not in extra:
             argv.append("--tools")
+        if self.api_for(self.provider):
+            argv += ["--api", self.api]
         if self.provider:
             argv += ["--provider", self.provider]
         if self.model:
@@ -715,7 +724,7 @@ def setup_history(env=None):
 
 
 def banner(r, session=None):
-    provider, model, base = settings(r.provider, r.model, session, r.env)
+    provider, model, base = settings(r.provider, r.model, session, r.env, r.api_for(r.provider))
     return f"panto — {provider}: {model} @ {base}"
 
 

@@ -212,3 +212,54 @@ def text(t, usage_=None, **kw):
     s = Stream()
     s.message(t)
     return s.completed(usage=usage_, **kw)
+
+
+# --- llama.cpp's reading of a Responses request -------------------------------------------
+# llama-server turns `input` into chat messages item by item
+# (tools/server/server-chat.cpp, server_chat_convert_responses_to_chatcmpl) and refuses,
+# with HTTP 400 and these words, an item it cannot place: a user/system/developer message
+# needs a content list (a string is taken as one input_text), an assistant message needs
+# "type": "message", a function call its arguments, call_id, name and type, and so on.
+
+def llama_error(message):
+    """llama-server's error answer (format_error_response, ERROR_TYPE_INVALID_REQUEST)."""
+    return {"status": 400, "body": {"error": {"code": 400, "message": message, "type": "invalid_request_error"}}}
+
+
+def _is(item, key, kind):
+    return isinstance(item.get(key), kind)
+
+
+def llama_cpp_refusal(req):
+    """llama-server's refusal of a /responses request it cannot convert, or None."""
+    body = req.body if isinstance(req.body, dict) else {}
+    if not req.path.endswith("/responses"):
+        return None
+    items = body.get("input")
+    if isinstance(items, str):
+        return None
+    if not isinstance(items, list):
+        return llama_error("'input' must be a string or array of objects")
+    for item in items:
+        item = dict(item) if isinstance(item, dict) else {}
+        if _is(item, "content", str):
+            item["content"] = [{"text": item["content"], "type": "input_text"}]
+        if _is(item, "content", list) and item.get("role") in ("user", "system", "developer"):
+            for part in item["content"]:
+                if not isinstance(part, dict) or part.get("type") not in ("input_text", "input_image", "input_file"):
+                    return llama_error("'type' must be one of 'input_text', 'input_image', or 'input_file'")
+        elif item.get("role") == "assistant" and item.get("type") == "message":
+            for part in item.get("content") or []:
+                if part.get("type") not in ("output_text", "input_text", "refusal"):
+                    return llama_error("'type' must be one of 'output_text' or 'refusal'")
+        elif all(_is(item, k, str) for k in ("arguments", "call_id", "name")) and item.get("type") == "function_call":
+            pass
+        elif _is(item, "call_id", str) and (_is(item, "output", str) or _is(item, "output", list)) \
+                and item.get("type") == "function_call_output":
+            pass
+        elif _is(item, "summary", list) and item.get("type") == "reasoning":
+            if not (_is(item, "content", list) and item["content"]):
+                return llama_error("item['content'] is not an array")
+        else:
+            return llama_error("Cannot determine type of 'item'")
+    return None

@@ -365,8 +365,10 @@ class _HTTPServer(ThreadingHTTPServer):
 class Server:
     """The server on 127.0.0.1 and a free port, serving in a background thread."""
 
-    def __init__(self, replies=(), auto=False, log=None, port=0):
+    def __init__(self, replies=(), auto=False, log=None, port=0, check=None):
         self.queue, self.requests, self.auto, self.log = list(replies), [], auto, log
+        self.check = check      # check(request) -> a reply that refuses it, or None (a server's own rules)
+        self.refused = []       # (request, reply) that `check` answered
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._gates = {}
@@ -395,6 +397,10 @@ class Server:
             if self.log:
                 with open(self.log, "a", encoding="utf-8") as f:
                     f.write(json.dumps(req.to_json()) + "\n")
+            refusal = self.check(req) if self.check else None
+            if refusal is not None:
+                self.refused.append((req, refusal))
+                return refusal
             if self.queue:
                 return self.queue.pop(0)
         if self.auto:

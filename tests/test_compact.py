@@ -253,14 +253,15 @@ def test_summary_and_next_request_on_the_responses_api(srv, tmp_path):
     assert body["instructions"] == SYSTEM
 
     def said(t):
-        return {"role": "user", "content": [{"type": "input_text", "text": t}]}
+        return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
 
     assert body["input"] == [
-        said(compaction.PREFIX + SUMMARY), said("prompt 19"), {"role": "assistant", "content": "reply 19"},
-        said("prompt 20"), {"role": "assistant", "content": "Let me look."},
+        said(compaction.PREFIX + SUMMARY), said("prompt 19"),
+        {"type": "message", "role": "assistant", "content": "reply 19"},
+        said("prompt 20"), {"type": "message", "role": "assistant", "content": "Let me look."},
         {"type": "function_call", "call_id": "call_20", "name": "bash", "arguments": '{"command":"ls dir20"}'},
         {"type": "function_call_output", "call_id": "call_20", "output": "file-20.txt"},
-        {"role": "assistant", "content": "reply 20"}, said("prompt 21")]
+        {"type": "message", "role": "assistant", "content": "reply 20"}, said("prompt 21")]
 
 
 def test_keep_and_a_second_compaction(srv, tmp_path):

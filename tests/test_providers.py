@@ -552,3 +552,28 @@ def test_context_full_is_recognised(detail, full):
 def test_one_line():
     assert providers.one_line("a\n\n b\t\tc ") == "a b c"
     assert len(providers.one_line("x" * 1000)) == providers.MAX_DETAIL
+
+
+def test_one_refusal_naming_several_fields_is_one_step_for_each():
+    o = providers.Options("c", "http://h", reasoning="high", cache="1h", tools=TOOLS)
+    note = an.negotiate(Refused("output_config: Extra inputs are not permitted; "
+                                "tools.0.cache_control.ttl: Extra inputs are not permitted"), o)
+    assert "24576" in note and "5-minute" in note and note.count("the server refused") == 1
+    body = an.build_request(HISTORY[:2], o)[2]
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 24576} and "output_config" not in body
+    assert body["cache_control"] == {"type": "ephemeral"} and "cache_control" not in body["tools"][-1]
+    # a proxy whose model takes no reasoning at all: no thinking, at once
+    o = providers.Options("c", "http://h", reasoning="low")
+    assert "without thinking" in an.negotiate(Refused("UnsupportedParamsError: c doesn't support "
+                                                      "`reasoning.effort`"), o)
+    assert "thinking" not in an.build_request(HISTORY[:2], o)[2]
+
+
+def test_a_field_named_but_not_sent_is_not_negotiated():
+    # a local server gets max_tokens; a refusal that names max_completion_tokens is about something else
+    o = providers.Options("m", "http://127.0.0.1:8080/v1", max_tokens=10, session_id="s")
+    assert oa.negotiate(Refused("Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens' instead."), o) is None
+    # serde lists what it would take: those names are not refused
+    assert oa.negotiate(Refused("unknown field `foo`, expected one of `model`, `prompt_cache_key`, "
+                                "`stream_options`"), o) is None
+    assert o.dropped == set()

@@ -4,6 +4,7 @@ MessageCreateParamsStreaming and openai 3.57's chat
 CompletionCreateParamsStreaming (SPEC 11, "Today's APIs")."""
 import itertools
 
+import orjson
 import pytest
 
 from typed_check import check
@@ -55,6 +56,13 @@ CONVERSATIONS = {
                         user(text("c")), said("anthropic", "claude-opus-5-5", AN_THINK, text("three")),
                         user(text("d"))],
 }
+# as the session file has them since the api stamp (SPEC 3): the field stays out of every request
+CONVERSATIONS["api stamps across three APIs"] = [
+    SYSTEM, user(text("a")),
+    dict(said("openai", OA_MODEL, text("one"), USE), api="openai_responses"),
+    user({"type": "toolResult", "toolUseId": "call_1", "content": "ok"}, text("b")),
+    dict(said("openai", OA_MODEL, OA_THINK, text("two")), api="openai_chat"), user(text("c")),
+    dict(said("anthropic", AN_MODEL, AN_THINK, text("three")), api="anthropic_messages"), user(text("d"))]
 AN_REASONING = [None, "none", "minimal", "low", "medium", "high", "xhigh", "max", 1024, 30000]
 OA_REASONING = [None, "none", "minimal", "low", "medium", "high", "xhigh", "max"]
 CACHES = ["5m", "1h", "off"]
@@ -160,3 +168,45 @@ def test_the_defaults_are_listed_and_not_deprecated():
     deprecated = chat_model.__doc__ or ""
     notes = open(chat_model.__file__, encoding="utf-8").read().split('"""Deprecated values:', 1)
     assert f'"{OA_MODEL}"' not in (notes[1] if len(notes) > 1 else deprecated)
+
+
+# --- Responses ------------------------------------------------------------------------------
+
+OR_REASONING = [None, "none", "minimal", "low", "high", "xhigh"]
+
+
+@pytest.mark.parametrize("name, reasoning, cache, with_tools",
+                         [(n, r, c, t) for n, r, c, t in itertools.product(
+                             CONVERSATIONS, OR_REASONING, CACHES, (False, True))])
+def test_openai_responses_requests(name, reasoning, cache, with_tools):
+    """Valid against the SDK's type, and every input item names its type (the SDK's
+    types leave it optional on messages; llama.cpp refuses an item without it)."""
+    from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
+
+    from pantolib.providers import openai_responses as orr
+
+    opts = options(OA_MODEL, oa.DEFAULT_BASE_URL, reasoning, cache, with_tools, max_tokens=300)
+    _, _, body = orr.build_request(CONVERSATIONS[name], opts)
+    assert_valid(body, ResponseCreateParamsStreaming)
+    assert all(isinstance(item.get("type"), str) for item in body["input"]), body["input"]
+    assert b'"api"' not in orjson.dumps(body)
+
+
+@pytest.mark.parametrize("dropped", [{"include"}, {"reasoning"}, {"prompt_cache_key"},
+                                     {"include", "reasoning", "prompt_cache_key"}])
+def test_openai_responses_requests_after_negotiation(dropped):
+    from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
+
+    from pantolib.providers import openai_responses as orr
+
+    opts = options(OA_MODEL, oa.DEFAULT_BASE_URL, "high", "5m", True, dropped=dropped)
+    _, _, body = orr.build_request(CONVERSATIONS["tool results"], opts)
+    assert_valid(body, ResponseCreateParamsStreaming)
+    assert not dropped & body.keys()
+
+
+def test_the_api_field_never_reaches_the_wire():
+    for name in ("api stamps across three APIs",):
+        for mod, model in ((an, AN_MODEL), (oa, OA_MODEL)):
+            _, _, body = mod.build_request(CONVERSATIONS[name], options(model, "http://h", "high", "1h", True))
+            assert b'"api"' not in orjson.dumps(body)

@@ -84,10 +84,11 @@ def test_new_session_from_empty_input(srv):
     assert "provider" not in system and "provider" not in a
     assert u["parentId"] == system["id"] and a["parentId"] == u["id"]
     assert all(HEX8.match(e["id"]) for e in (system, u, a))
-    assert list(u) == ["type", "id", "parentId", "timestamp", "provider", "model", "message"]
-    assert (u["provider"], u["model"]) == ("openai", "gpt-6.2-sol")  # the current default
+    assert list(u) == ["type", "id", "parentId", "timestamp", "provider", "model", "api", "message"]
+    assert (u["provider"], u["model"], u["api"]) == ("openai", "gpt-6.2-sol", "openai_chat")  # the defaults
     assert u["message"] == {"role": "user", "content": [{"type": "text", "text": "hi"}]}
-    assert list(a["message"]) == ["role", "content", "provider", "model", "stopReason", "usage"]
+    assert list(a["message"]) == ["role", "content", "provider", "model", "api", "stopReason", "usage"]
+    assert a["message"]["api"] == "openai_chat"
     assert a["message"]["content"] == [{"type": "text", "text": "Hello there!"}]
     assert a["message"]["usage"] == {"input": 30, "output": 42, "cacheRead": 120, "reasoning": 18}
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", a["timestamp"])
@@ -131,7 +132,7 @@ def test_headerless_bare_entries_become_a_new_session(srv):
     assert u["message"]["content"][0]["text"] == "from jq"
     # a user entry is stamped with where it was sent, keys in the format's order
     assert (u["provider"], u["model"]) == ("openai", srv.requests[0].body["model"])
-    assert list(u) == ["type", "id", "parentId", "timestamp", "provider", "model", "message"]
+    assert list(u) == ["type", "id", "parentId", "timestamp", "provider", "model", "api", "message"]
     assert a["parentId"] == u["id"]
     assert srv.requests[0].body["messages"][-1] == {"role": "user", "content": "from jq"}
 

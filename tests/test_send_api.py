@@ -455,8 +455,8 @@ def test_a_key_in_the_base_url_is_hidden(srv):
 
 
 def test_the_server_ignoring_stream_true_is_named(srv):
-    srv.push({"status": 200, "body": {"id": "chatcmpl-1", "object": "chat.completion", "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}})
+    """Plain JSON that is not a reply of the API asked for is named as such."""
+    srv.push({"status": 200, "body": {"object": "list", "data": []}})
     p = send(srv, "now", input=BASE)
     assert_clean_error(p, name="panto-send")
     assert b"the server ignored stream: true" in p.stderr and len(stderr_lines(p)) == 1

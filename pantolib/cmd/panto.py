@@ -22,6 +22,9 @@ Options:
                             else PANTO_API_STYLE).
   -m --model=MODEL          The model (default: from the session, else
                             OPENAI_MODEL / ANTHROPIC_MODEL).
+  --api=NAME                Wire API: openai_chat, openai_responses or
+                            anthropic_messages (default: PANTO_API_STYLE,
+                            else the session's, else the provider's own).
   --yes                     Run tool calls without asking for confirmation.
   --no-tools                Do not offer the tools to the model.
   --no-context-files        Leave the project's instructions (AGENTS.md,
@@ -50,7 +53,7 @@ def main(argv=None):
     args = cli.parse(__doc__, argv)
     from pantolib import repl
     from pantolib.errors import UsageError
-    from pantolib.providers import NAMES as PROVIDERS
+    from pantolib.providers import APIS, NAMES as PROVIDERS
 
     if args["help"]:
         sys.stdout.write(__doc__)
@@ -65,6 +68,11 @@ def main(argv=None):
     provider = args["--provider"]
     if provider is not None and provider not in PROVIDERS:
         raise UsageError(f"unknown provider '{provider}' (openai or anthropic)")
+    api = args["--api"]
+    if api is not None and api not in APIS:
+        raise UsageError(f"unknown API '{api}' (use {', '.join(APIS)})")
+    if api is not None and provider is not None and APIS[api] != provider:
+        raise UsageError(f"--api {api} is for provider {APIS[api]}, not {provider}")
     try:
         max_steps = int(args["--max-steps"])
         if max_steps < 1:
@@ -89,6 +97,7 @@ def main(argv=None):
                   max_steps=max_steps, tools=not args["--no-tools"], history=repl.setup_history(),
                   context_files=not args["--no-context-files"])
     r.rules = rules
+    r.api = api
     session = None
     if path is not None:
         session = r.load()

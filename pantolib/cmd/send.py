@@ -14,7 +14,8 @@ assistant's reply. An empty or headerless input starts a new session.
 Options:
   -p, --provider NAME   openai or anthropic (default: the session's, else PANTO_API_STYLE).
   --api NAME            Wire API: openai_chat, openai_responses or anthropic_messages
-                        (default: PANTO_API_STYLE, else the provider's own, see panto-send(1)).
+                        (default: PANTO_API_STYLE, else the session's, else the provider's
+                        own, see panto-send(1)).
   -m, --model MODEL     Model id (default: the session's, else OPENAI_MODEL or ANTHROPIC_MODEL).
   --base-url URL        API base URL (default: OPENAI_BASE_URL or ANTHROPIC_BASE_URL).
   --system TEXT         System prompt of a new session (default: panto's own).
@@ -53,6 +54,7 @@ DEFAULT_SYSTEM = (
 
 EXIT_CONTEXT_FULL = 3     # the prompt does not fit the context window: compact and retry
 EXIT_INTERRUPTED = 130    # Ctrl-C while the reply streamed: the partial reply is kept
+FINISH_WAIT = 2.0         # seconds an exit waits for the network thread's imports
 
 
 class ContextFull(Exception):
@@ -90,7 +92,7 @@ def main(argv=None):
     if prompt is not None:
         content = providers.not_run(session.unanswered_tool_uses()) + [entries.text(prompt)]
         user = entries.make_message("user", content, session.leaf, taken, provider=provider,
-                                    model=options.model)
+                                    model=options.model, api=options.api)
         raw = secrets.redact_bytes(stream.dumps(user), keys)
         session.add(stream.Line(raw, user, stream.ENTRY))
         out_lines.append(raw)
@@ -120,7 +122,7 @@ def _configure(opts, session, out, out_lines, unstamped):
         raise
     options.session_id = (session.header or {}).get("id")
     for i, entry in unstamped:
-        out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model))
+        out_lines[i] = stream.dumps(entries.stamp(entry, provider, options.model, options.api))
     keys = secrets.ordered([*secrets.env_keys(os.environ), *secrets.url_keys(options.base_url)])
     return provider, options, key_var, keys
 
@@ -145,6 +147,13 @@ class _Network:
             self._thread.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        # an early exit (bad input, a usage error) must not finalize the interpreter
+        # while the thread is inside an import: that crashes it (SIGSEGV) now and then.
+        # Bounded: a Ctrl-C inside an import of the main thread can leave the import
+        # lock taken for good, and then the thread never ends (it is left as before).
+        import atexit
+
+        atexit.register(self._finish)
 
     def _run(self):
         try:
@@ -163,6 +172,10 @@ class _Network:
     def join(self):
         self._known.set()
         self._thread.join()
+
+    def _finish(self):
+        self._known.set()
+        self._thread.join(FINISH_WAIT)
 
 
 class _sigint_held:
@@ -224,7 +237,7 @@ def _write_reply(out, session, taken, provider, options, keys, content, stop, us
 
     reply = entries.make_message("assistant", content, session.leaf, taken)
     msg = reply["message"]
-    msg.update(provider=provider, model=options.model, stopReason=stop)
+    msg.update(provider=provider, model=options.model, api=options.api, stopReason=stop)
     if usage is not None:
         msg["usage"] = usage
     out.write(secrets.redact_bytes(stream.dumps(reply), keys))
@@ -248,7 +261,11 @@ def _aborted(acc, session, taken, provider, options, keys, out):
             out.flush()
             cli.warn(NAME, "interrupted: the reply so far is kept (stopReason aborted)")
             return EXIT_INTERRUPTED
-    cli.warn(NAME, "interrupted before the reply began (the prompt is kept)")
+    from pantolib import stream
+
+    # a new session's file is made with its first reply: only an older one keeps the prompt
+    kept = any(stream.is_assistant(line.obj) for line in session.lines)
+    cli.warn(NAME, "interrupted before the reply began" + (" (the prompt is kept)" if kept else ""))
     return EXIT_INTERRUPTED
 
 
@@ -260,14 +277,16 @@ def _need_key(options, key_var):
 
 
 def _exchange(provider, options, messages, opts, live, keys, key_var, state):
-    """One request; a 400/422 naming an optional field is retried in the older
-    form or without it (the module's negotiate()), once per field."""
+    """One request; a 400/422 naming optional fields is retried in the older
+    form or without them (the module's negotiate(): every field it names in
+    one retry). What a server refused is remembered for a day (providers.
+    refusals), so later requests leave it out from the start."""
     with _sigint_held():    # imports (see main): the network thread's first
         if "network" in state:
             state.pop("network").join()
         from pantolib import http, providers, secrets
         from pantolib.errors import ProviderError
-        from pantolib.providers import sse  # noqa: F401  (stream_reply's parser)
+        from pantolib.providers import refusals, sse  # noqa: F401  (stream_reply's parser)
 
         mod = providers.api_module(options.api)
     retry_note = (lambda m: live.note(f"{NAME}: {m}")) if live is not None else None
@@ -283,6 +302,8 @@ def _exchange(provider, options, messages, opts, live, keys, key_var, state):
         else:
             cli.warn(NAME, message)
 
+    known = refusals.recall(options.api, options.base_url, options.model)
+    options.dropped |= known
     while True:
         url, headers, body = mod.build_request(messages, options)
         for n in options.notes:
@@ -294,18 +315,28 @@ def _exchange(provider, options, messages, opts, live, keys, key_var, state):
             try:
                 req.open()
             except http.StatusError as e:
-                change = mod.negotiate(e, options) if hasattr(mod, "negotiate") else None
+                if providers.context_full(e):
+                    raise ContextFull() from None
+                change = mod.negotiate(e, options)
                 if change:
                     note(change)
                     continue
-                if providers.context_full(e):
-                    raise ContextFull() from None
                 raise
+            if options.dropped - known:   # answered without what was refused: remember it
+                with _sigint_held():      # a whole file or none, and no temporary one left
+                    refusals.remember(options.api, options.base_url, options.model, options.dropped - known)
+                known = set(options.dropped)
             acc = state["acc"] = mod.Accumulator(on_text=live and live.text,
                                                  on_thinking=live and live.thinking)
             try:
+                if req.whole is not None:
+                    reply = providers.whole_reply(req.whole, mod, acc, name=provider)
+                    note(providers.IGNORED_STREAM)
+                    return reply
                 return providers.stream_reply(req.chunks(), acc, live and live.flush, name=provider)
             except ProviderError as e:  # an error event may quote the key back
+                if providers.context_full_words(str(e)):
+                    raise ContextFull() from None
                 raise ProviderError(secrets.redact(str(e), keys, keylike=True)) from None
 
 

@@ -4,10 +4,15 @@
     API                         the wire API's name ("openai_chat", "openai_responses", ...)
     build_request(messages, options) -> (url, headers, body)
     negotiate(error, options) -> note or None
-                                a 400/422 (http.StatusError) naming a field this module
-                                sent for an optional feature: change `options` so the
-                                next request goes in the older form or without it, and
-                                return the note for stderr; None when it is not that
+                                a 400/422 (http.StatusError) naming fields this module
+                                sent for optional features: change `options` so the
+                                next request goes in the older form or without every
+                                one of them, and return one note for stderr; None
+                                when it is not that
+    whole_events(obj) -> [sse.Event] or None
+                                the events of a complete, non-streamed reply of this
+                                API (a server that ignored stream: true); None when
+                                obj is not one
     Accumulator(on_text=None, on_thinking=None)
         .feed(event)            one sse.Event; ProviderError on an error event or bad data
         .done                   True once the stream's end marker has arrived
@@ -132,8 +137,10 @@ def normalize(messages):
 
 def configure(flags, active, env):
     """Provider, wire API, model and connection settings: command-line flags
-    first, then the stream's active model (provider, model) or None, then the
-    environment.
+    first, then the stream's active model (provider, model, api) or None, then
+    the environment. The wire API: --api, else PANTO_API_STYLE when it is one
+    of the provider's, else the active model's api when it is one of the
+    provider's, else the provider's default for the base URL.
 
     `flags` holds api, provider, model, base_url, reasoning, cache, max_tokens
     (None when not given). Reasoning comes from the flag, then
@@ -165,7 +172,14 @@ def configure(flags, active, env):
     base_mod = module(provider)
     base = flags.get("base_url") or env.get(prefix + "BASE_URL") or base_mod.DEFAULT_BASE_URL
     if api is None:
-        api = style if style and APIS[style] == provider else default_api(provider, base)
+        # the session keeps its wire API (SPEC 5.1), unless PANTO_API_STYLE names another of this provider
+        kept = active[2] if active and len(active) > 2 else None
+        if style and APIS[style] == provider:
+            api = style
+        elif kept in APIS and APIS[kept] == provider:
+            api = kept
+        else:
+            api = default_api(provider, base)
     mod = api_module(api)
     model = flags.get("model")
     if model is None and active and active[0] == provider:
@@ -223,32 +237,63 @@ def reasoning_level(text, provider, where="--reasoning"):
     raise UsageError(f"{where} '{text}' is not one of {', '.join(LEVELS)}{extra}")
 
 
-# What servers say when the prompt does not fit the model's context window.
+# What servers and proxies say when the prompt does not fit the model's context window
+# (Anthropic, OpenAI, llama.cpp, vLLM, LiteLLM, OpenRouter ...), lowercase.
 _CONTEXT_FULL = ("prompt is too long", "maximum context length", "context length exceeded",
-                 "context_length_exceeded", "exceeds the context window", "exceeds the available context",
-                 "exceed context window", "context window of", "too many tokens in the prompt",
-                 "input is too long")
+                 "context_length_exceeded", "contextwindowexceedederror", "context window exceeded",
+                 "context_window_exceeded", "exceeds the context", "exceed context window",
+                 "exceeds the available context", "exceed_context_size", "context window of",
+                 "too many tokens in the prompt", "input is too long")
+
+
+def context_full_words(text):
+    """True when a server's message says the prompt does not fit the context window."""
+    text = (text or "").lower()
+    return any(p in text for p in _CONTEXT_FULL)
 
 
 def context_full(err):
-    """True for an HTTP 400/413 whose message says the prompt is too long for the context window."""
-    if getattr(err, "status", None) not in (400, 413):
+    """True for an HTTP 400/413/422 whose message says the prompt is too long for the context window."""
+    if getattr(err, "status", None) not in (400, 413, 422):
         return False
-    detail = (getattr(err, "detail", "") or "").lower()
-    return any(p in detail for p in _CONTEXT_FULL)
+    return context_full_words(getattr(err, "detail", "") or "")
+
+
+# Where a refusal goes on to list what the server would take ("unknown field `x`,
+# expected one of `model`, `messages`, `stream_options` ..."): those names are not refused.
+_ACCEPTED_LIST = r"[,;]?\s*\bexpected (?:one of|any of|fields?)\b.*?(?=$|\n|[.;](?:\s|$))"
+
+
+def refused_fields(err, names):
+    """The optional fields a 400/422 refusal names: {field: the name it used},
+    for `names` = {field: (the names servers and proxies use for it, ...)}.
+    A name counts as a whole word ("reasoning" in "reasoning.effort", not in
+    "reasoning_effort"); a list of what the server would accept, after
+    "expected" (serde's "unknown field `x`, expected one of ..."), is not read.
+    Empty for any other error."""
+    import re
+
+    if getattr(err, "status", None) not in (400, 422):
+        return {}
+    detail = re.sub(_ACCEPTED_LIST, " ", getattr(err, "detail", "") or "", flags=re.IGNORECASE | re.DOTALL)
+    found = {}
+    for field, aliases in names.items():
+        for name in aliases:
+            if re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", detail):
+                found[field] = name
+                break
+    return found
 
 
 def refused_field(err, fields):
     """The first of `fields` that a 400/422 error's message names, or None."""
-    import re
+    found = refused_fields(err, {f: (f,) for f in fields})
+    return next(iter(found), None)
 
-    if getattr(err, "status", None) not in (400, 422):
-        return None
-    detail = getattr(err, "detail", "") or ""
-    for f in fields:
-        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(f)}(?![A-Za-z0-9_])", detail):
-            return f
-    return None
+
+def refusal_note(parts):
+    """The one note of one retry: what each refused field became."""
+    return "the server refused " + "; ".join(parts) if parts else None
 
 
 MAX_DETAIL = 300            # characters of a server's message shown
@@ -324,6 +369,39 @@ def stream_reply(chunks, acc, after_chunk=None, name="provider"):
     if not acc.done and not acc.ended():
         what = "any event" if not acc.events else "the end of the reply"
         raise ProviderError(f"{name}: the stream ended before {what} (the server closed the connection)")
+    return acc.result()
+
+
+IGNORED_STREAM = "the server ignored stream: true and sent the whole reply at once: taken as the reply"
+
+
+def whole_reply(body, mod, acc, name="provider"):
+    """(content, stopReason, usage) of a complete reply that a server sent as
+    one JSON document to a streaming request (SPEC 5.1): the module's
+    whole_events() of it, fed to the accumulator. A body that is an event
+    stream after all is read as one; an error object fails the turn with its
+    message; any other JSON is named for what it is (ProviderError)."""
+    import orjson
+
+    from pantolib.errors import ProviderError
+
+    if body.lstrip()[:5] in (b"data:", b"event", b":"):
+        return stream_reply([body, b"\n\n"], acc, name=name)
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        obj = None
+    err = obj.get("error") if isinstance(obj, dict) else None
+    if err:
+        msg = err.get("message") if isinstance(err, dict) else err
+        raise ProviderError(f"{name}: the server ignored stream: true and answered with an error: "
+                            f"{one_line(msg or err)}")
+    events = mod.whole_events(obj) if isinstance(obj, dict) else None
+    if not events:
+        raise ProviderError(f"{name}: the server ignored stream: true (it answered with plain JSON that is "
+                            "not a reply of this API; check the base URL and --api)")
+    for ev in events:
+        acc.feed(ev)
     return acc.result()
 
 

@@ -22,7 +22,7 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import event_object, normalize, one_line, own_thinking, refused_field
+from pantolib.providers import event_object, normalize, one_line, own_thinking, refusal_note, refused_fields
 
 NAME = "anthropic"
 API = "anthropic_messages"
@@ -38,9 +38,13 @@ EFFORTS = {"minimal": "low"}   # output_config.effort takes low, medium, high, x
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
                 "max_tokens": "length", "model_context_window_exceeded": "contextFull",
                 "tool_use": "toolUse", "refusal": "error"}
-# Optional request fields, as a server's error names them, in the order negotiate() tries them
-# (the more precise names first: "thinking.display", "cache_control.ttl")
-_FIELDS = ("output_config", "display", "ttl", "thinking", "cache_control")
+# Optional request fields, each with the names a server's or a proxy's refusal uses for it.
+# "reasoning": a proxy in front of a model that takes no reasoning in any form (LiteLLM:
+# "UnsupportedParamsError: tiny doesn't support `reasoning.effort`"): thinking goes at once.
+_NAMES = {"output_config": ("output_config",), "display": ("display",), "ttl": ("ttl",),
+          "thinking": ("thinking",), "cache_control": ("cache_control",),
+          "reasoning": ("reasoning.effort", "reasoning_effort", "reasoning")}
+_FIELDS = tuple(_NAMES)
 
 _BAD_ID = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -162,30 +166,58 @@ def build_request(messages, opts):
 
 
 def negotiate(err, opts):
-    """Step back from a field a 400/422 names (SPEC 5.1): adaptive thinking ->
-    a thinking budget, then no thinking; the 1-hour TTL -> the 5-minute one,
-    then no caching. Each step once; None when the error is not about them."""
-    field = refused_field(err, _FIELDS)
-    level = opts.reasoning
-    thinking_sent = level is not None and "thinking" not in opts.dropped
-    if field == "display" and thinking_sent and "display" not in opts.dropped and "adaptive" not in opts.dropped:
-        opts.dropped.add("display")
-        return "the server refused thinking 'display': sent adaptive thinking without it"
-    if field in ("output_config", "thinking", "display") and thinking_sent:
-        if level != "none" and not isinstance(level, int) and "adaptive" not in opts.dropped:
+    """Step back from every field a 400/422 names, in one retry (SPEC 5.1):
+    adaptive thinking -> a thinking budget, then no thinking (at once when a
+    proxy says the model takes no reasoning at all: LiteLLM's "doesn't
+    support `reasoning.effort`"); the 1-hour TTL -> the 5-minute one, then no
+    caching. Each step once; None when the error is not about them."""
+    named = refused_fields(err, _NAMES)
+    level, parts = opts.reasoning, []
+    if level is not None and "thinking" not in opts.dropped:
+        adaptive = level != "none" and not isinstance(level, int) and "adaptive" not in opts.dropped
+        if "reasoning" in named:
+            opts.dropped.add("thinking")
+            parts.append(f"'{named['reasoning']}': sent without thinking")
+        elif ("output_config" in named or "thinking" in named) and adaptive:
+            field = "output_config" if "output_config" in named else "thinking"
             opts.dropped.add("adaptive")
-            return (f"the server refused adaptive thinking ({field}): "
-                    f"sent a thinking budget of {BUDGETS[level]} tokens instead")
-        opts.dropped.add("thinking")
-        return f"the server refused '{field}': sent without thinking"
-    if field in ("cache_control", "ttl") and opts.cache != "off":
-        if field == "ttl" and opts.cache == "1h" and "ttl" not in opts.dropped:
+            parts.append(f"adaptive thinking ({field}): sent a thinking budget of {BUDGETS[level]} tokens instead")
+        elif "display" in named and adaptive and "display" not in opts.dropped:
+            opts.dropped.add("display")
+            parts.append("thinking 'display': sent adaptive thinking without it")
+        elif "output_config" in named or "thinking" in named or "display" in named:
+            field = next(f for f in ("output_config", "thinking", "display") if f in named)
+            opts.dropped.add("thinking")
+            parts.append(f"'{field}': sent without thinking")
+    if opts.cache != "off" and "cache_control" not in opts.dropped:
+        if "ttl" in named and opts.cache == "1h" and "ttl" not in opts.dropped:
             opts.dropped.add("ttl")
-            return "the server refused the 1-hour cache TTL: sent with the 5-minute one"
-        if "cache_control" not in opts.dropped:
+            parts.append("the 1-hour cache TTL: sent with the 5-minute one")
+        elif "cache_control" in named or "ttl" in named:
             opts.dropped.add("cache_control")
-            return "the server refused 'cache_control': sent without prompt caching"
-    return None
+            parts.append("'cache_control': sent without prompt caching")
+    return refusal_note(parts)
+
+
+def whole_events(obj):
+    """The stream of a complete message (a server that ignored stream: true):
+    each content block started whole and stopped, then the stop reason and
+    usage; None for anything else."""
+    from pantolib.providers.sse import Event
+
+    if obj.get("type") != "message" or not isinstance(obj.get("content"), list):
+        return None
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
+    start = {k: v for k, v in obj.items() if k != "content"}
+    events = [("message_start", {"type": "message_start", "message": dict(start, content=[])})]
+    for i, block in enumerate(obj["content"]):
+        events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": block}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    delta = {"type": "message_delta", "delta": {"stop_reason": obj.get("stop_reason")}}
+    if usage is not None:
+        delta["usage"] = usage
+    events += [("message_delta", delta), ("message_stop", {"type": "message_stop"})]
+    return [Event(name, orjson.dumps(data)) for name, data in events]
 
 
 def list_models(opts):
@@ -242,9 +274,9 @@ class Accumulator:
             self._usage(obj.get("usage"))
         elif t == "message_stop":
             self.done = True
-        elif t == "error" or ev.event == "error":
+        elif t == "error" or ev.event == "error" or ("type" not in obj and obj.get("error")):
             err = obj.get("error")
-            msg = err.get("message") if isinstance(err, dict) else None
+            msg = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
             kind = err.get("type") if isinstance(err, dict) else None
             raise ProviderError(f"{NAME}: error in the stream: {one_line(msg or kind or 'unknown error')}")
         # content_block_stop, ping and event types added later need nothing

@@ -19,16 +19,21 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import event_object, normalize, one_line, own_thinking, refused_field, valid_arguments
+from pantolib.providers import (event_object, normalize, one_line, own_thinking, refusal_note, refused_fields,
+                                valid_arguments)
 
 NAME = "openai"
 API = "openai_chat"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-6.2-sol"
 KEY_VAR = "OPENAI_API_KEY"
-# Optional request fields negotiate() can do without (max_completion_tokens: as max_tokens)
-_FIELDS = ("stream_options", "include_usage", "reasoning_effort", "prompt_cache_key",
-           "max_completion_tokens")
+# Optional request fields negotiate() can do without (max_completion_tokens: as max_tokens),
+# each with the names servers and proxies use for it in a refusal
+_NAMES = {"stream_options": ("stream_options", "include_usage"),
+          "max_completion_tokens": ("max_completion_tokens",),
+          "reasoning_effort": ("reasoning_effort", "reasoning.effort"),
+          "prompt_cache_key": ("prompt_cache_key",)}
+_FIELDS = tuple(_NAMES)
 
 STOP_REASONS = {"stop": "stop", "length": "length", "tool_calls": "toolUse",
                 "function_call": "toolUse", "content_filter": "error", "error": "error"}
@@ -73,15 +78,15 @@ def wire_messages(messages, model=None):
 
 def build_request(messages, opts):
     body = {"model": opts.model, "messages": wire_messages(messages, opts.model), "stream": True}
-    if opts.include_usage and "stream_options" not in opts.dropped:
+    sent = _sent(opts)
+    if "stream_options" in sent:
         body["stream_options"] = {"include_usage": True}
     if opts.max_tokens:
         # api.openai.com wants the newer name; most compatible servers know only the older one
-        newer = "api.openai.com" in opts.base_url and "max_completion_tokens" not in opts.dropped
-        body["max_completion_tokens" if newer else "max_tokens"] = opts.max_tokens
-    if opts.reasoning is not None and "reasoning_effort" not in opts.dropped:
+        body["max_completion_tokens" if "max_completion_tokens" in sent else "max_tokens"] = opts.max_tokens
+    if "reasoning_effort" in sent:
         body["reasoning_effort"] = opts.reasoning
-    if opts.cache != "off" and opts.session_id and "prompt_cache_key" not in opts.dropped:
+    if "prompt_cache_key" in sent:
         body["prompt_cache_key"] = opts.session_id
     if opts.tools:
         body["tools"] = [{"type": "function", "function": {
@@ -93,30 +98,50 @@ def build_request(messages, opts):
     return opts.base_url + "/chat/completions", headers, body
 
 
+def _sent(opts):
+    """The optional fields a request with these options carries."""
+    sent = set()
+    if opts.include_usage and "stream_options" not in opts.dropped:
+        sent.add("stream_options")
+    if opts.max_tokens and "api.openai.com" in opts.base_url and "max_completion_tokens" not in opts.dropped:
+        sent.add("max_completion_tokens")
+    if opts.reasoning is not None and "reasoning_effort" not in opts.dropped:
+        sent.add("reasoning_effort")
+    if opts.cache != "off" and opts.session_id and "prompt_cache_key" not in opts.dropped:
+        sent.add("prompt_cache_key")
+    return sent
+
+
 def negotiate(err, opts):
-    """Leave out (or send in the older form) a field a 400/422 names, once each
-    (SPEC 5.1); None when the error is not about one of them."""
-    field = refused_field(err, _FIELDS)
-    if field is None:
-        return None
-    if field in ("stream_options", "include_usage"):
-        if "stream_options" in opts.dropped or not opts.include_usage:
-            return None
-        opts.dropped.add("stream_options")
-        return "the server refused 'stream_options': sent without it (usage of this turn unknown)"
-    if field in opts.dropped:
-        return None
-    if field == "max_completion_tokens":
-        if not opts.max_tokens:
-            return None
+    """Leave out (or send in the older form) every sent field a 400/422 names,
+    in one retry (SPEC 5.1); None when the error is not about one of them."""
+    named, sent, parts = refused_fields(err, _NAMES), _sent(opts), []
+    for field, name in named.items():
+        if field not in sent:
+            continue
         opts.dropped.add(field)
-        return "the server refused 'max_completion_tokens': sent as 'max_tokens'"
-    if field == "reasoning_effort" and opts.reasoning is None:
+        if field == "stream_options":
+            parts.append(f"'{name}': sent without it (usage of this turn unknown)")
+        elif field == "max_completion_tokens":
+            parts.append(f"'{name}': sent as 'max_tokens'")
+        else:
+            parts.append(f"'{name}': sent without it")
+    return refusal_note(parts)
+
+
+def whole_events(obj):
+    """The stream of a complete chat completion (a server that ignored stream:
+    true): its message as one delta, then [DONE]; None for anything else."""
+    from pantolib.providers.sse import Event
+
+    choices = obj.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
         return None
-    if field == "prompt_cache_key" and (opts.cache == "off" or not opts.session_id):
-        return None
-    opts.dropped.add(field)
-    return f"the server refused '{field}': sent without it"
+    chunk = {"choices": [{"index": 0, "delta": choice["message"], "finish_reason": choice.get("finish_reason")}]}
+    if isinstance(obj.get("usage"), dict):
+        chunk["usage"] = obj["usage"]
+    return [Event("message", orjson.dumps(chunk)), Event("message", b"[DONE]")]
 
 
 def list_models(opts):

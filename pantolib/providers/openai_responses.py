@@ -1,7 +1,9 @@
 """OpenAI's Responses API (`POST {base}/responses`): request and stream.
 
 Request: the system text as `instructions`, the conversation as `input`
-items (messages, `function_call`, `function_call_output`, and `reasoning`
+items, each naming its `type` (servers such as llama.cpp refuse an item
+without one, a message too: "Cannot determine type of 'item'"): messages,
+`function_call`, `function_call_output`, and `reasoning`
 items sent back with their `encrypted_content`, to the model that wrote them
 only), `store: false` (the session file is the state: OpenAI keeps none),
 `include: ["reasoning.encrypted_content"]` so that reasoning can go back,
@@ -20,7 +22,8 @@ import re
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError, UsageError
-from pantolib.providers import LEVELS, event_object, normalize, one_line, own_thinking, refused_field, valid_arguments
+from pantolib.providers import (LEVELS, event_object, normalize, one_line, own_thinking, refusal_note,
+                                refused_fields, valid_arguments)
 from pantolib.providers.openai_chat import DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_VAR  # noqa: F401
 
 NAME = "openai"
@@ -32,7 +35,9 @@ SUMMARY_JOIN = "\n\n"  # between the summary parts of one reasoning item, in its
 # Optional fields a server may refuse (400/422 naming them), in the order they are
 # looked for in its message. Encrypted content (include's value, or what a model
 # without reasoning says it cannot give) is asked for by `include`.
-_FIELDS = ("include", "prompt_cache_key", "reasoning")
+_NAMES = {"include": ("include",), "prompt_cache_key": ("prompt_cache_key",),
+          "reasoning": ("reasoning.effort", "reasoning.summary", "reasoning")}
+_FIELDS = tuple(_NAMES)
 _ENCRYPTED = re.compile(r"encrypted[ ._]content", re.IGNORECASE)
 
 
@@ -41,7 +46,7 @@ def _assistant_items(blocks):
     for b in blocks:
         t = b.get("type")
         if t == "text" and b["text"]:
-            items.append({"role": "assistant", "content": b["text"]})
+            items.append({"type": "message", "role": "assistant", "content": b["text"]})
         elif t == "thinking" and b.get("itemId") and b.get("signature"):
             summary = [{"type": "summary_text", "text": b["thinking"]}] if b.get("thinking") else []
             items.append({"type": "reasoning", "id": b["itemId"], "encrypted_content": b["signature"],
@@ -58,7 +63,7 @@ def _user_items(blocks):
     results = [{"type": "function_call_output", "call_id": b["toolUseId"], "output": b["content"]}
                for b in blocks if b.get("type") == "toolResult"]
     texts = [{"type": "input_text", "text": b["text"]} for b in blocks if b.get("type") == "text" and b["text"]]
-    return results + ([{"role": "user", "content": texts}] if texts else [])
+    return results + ([{"type": "message", "role": "user", "content": texts}] if texts else [])
 
 
 def wire_input(messages, model):
@@ -96,17 +101,17 @@ def build_request(messages, opts):
     body["input"] = items
     body["stream"] = True
     body["store"] = False
-    if "include" not in opts.dropped:
+    sent = _sent(opts)
+    if "include" in sent:
         body["include"] = ["reasoning.encrypted_content"]
     if opts.tools:
         body["tools"] = [{"type": "function", "name": t["name"], "description": t.get("description", ""),
                           "parameters": t["parameters"], "strict": False} for t in opts.tools]
     if opts.max_tokens:
         body["max_output_tokens"] = opts.max_tokens
-    reasoning = reasoning_field(opts.reasoning)
-    if reasoning is not None and "reasoning" not in opts.dropped:
-        body["reasoning"] = reasoning
-    if opts.session_id and opts.cache != "off" and "prompt_cache_key" not in opts.dropped:
+    if "reasoning" in sent:
+        body["reasoning"] = reasoning_field(opts.reasoning)
+    if "prompt_cache_key" in sent:
         body["prompt_cache_key"] = opts.session_id
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
     if opts.api_key:
@@ -114,19 +119,49 @@ def build_request(messages, opts):
     return opts.base_url + "/responses", headers, body
 
 
+def _sent(opts):
+    """The optional fields a request with these options carries."""
+    sent = set()
+    if "include" not in opts.dropped:
+        sent.add("include")
+    if opts.session_id and opts.cache != "off" and "prompt_cache_key" not in opts.dropped:
+        sent.add("prompt_cache_key")
+    if reasoning_field(opts.reasoning) is not None and "reasoning" not in opts.dropped:
+        sent.add("reasoning")
+    return sent
+
+
 def negotiate(err, opts):
     """A 400/422 naming `include`, `prompt_cache_key` or `reasoning`, fields
-    sent for optional features: leave that field out of the retry (once)."""
-    field = refused_field(err, _FIELDS)
-    if field is None or field == "reasoning":
+    sent for optional features: leave every one it names out of the retry
+    (once each). Encrypted content is what `include` asks for, whatever
+    else the refusal says of reasoning."""
+    named = refused_fields(err, _NAMES)
+    if named.get("reasoning") is not None or not named:
         if getattr(err, "status", None) in (400, 422) and _ENCRYPTED.search(getattr(err, "detail", "") or ""):
-            field = "include"
-    sent = {"include": True, "prompt_cache_key": bool(opts.session_id and opts.cache != "off"),
-            "reasoning": reasoning_field(opts.reasoning) is not None}
-    if field is None or not sent[field] or field in opts.dropped:
+            named.pop("reasoning", None)
+            named.setdefault("include", "include")
+    sent, parts = _sent(opts), []
+    for field, name in named.items():
+        if field in sent:
+            opts.dropped.add(field)
+            parts.append(f"'{name}': sent without it")
+    return refusal_note(parts)
+
+
+def whole_events(obj):
+    """The stream of a complete response object (a server that ignored stream:
+    true): its ending event, which carries every output item; None for
+    anything else."""
+    import orjson
+
+    from pantolib.providers.sse import Event
+
+    if obj.get("object") != "response" or not isinstance(obj.get("output"), list):
         return None
-    opts.dropped.add(field)
-    return f"the server refused '{field}': sent without it"
+    kind = {"incomplete": "response.incomplete", "failed": "response.failed"}.get(obj.get("status"),
+                                                                                  "response.completed")
+    return [Event(kind, orjson.dumps({"type": kind, "response": obj}))]
 
 
 def _count(obj, key):
@@ -224,6 +259,8 @@ class Accumulator:
         self.events += 1
         obj = event_object(ev.data, NAME)
         handler = _HANDLERS.get(_str(obj.get("type")) or ev.event)
+        if handler is None and "type" not in obj and obj.get("error"):   # data: {"error": ...}
+            handler = Accumulator._error
         if handler is not None:
             handler(self, obj)
         # response.created, in_progress, *.done of parts and every event type added later need nothing
@@ -333,6 +370,8 @@ class Accumulator:
     def _error(self, obj):
         err = obj.get("error") if isinstance(obj.get("error"), dict) else obj
         msg, code = err.get("message"), err.get("code")
+        if not msg and isinstance(obj.get("error"), str):
+            msg = obj["error"]
         if code == CONTEXT_FULL:
             self.incomplete, self.done = CONTEXT_FULL, True
             return

@@ -83,9 +83,9 @@ def answer(session, approver, display, cwd=None, timeout=None):
     stamp = session.active_model()
     if stamp is None:
         msg = session.leaf_message()["message"]
-        stamp = (msg.get("provider"), msg.get("model"))
+        stamp = (msg.get("provider"), msg.get("model"), msg.get("api"))
     entry = entries.make_message("user", blocks, session.leaf, set(session.ids),
-                                 provider=stamp[0], model=stamp[1])
+                                 provider=stamp[0], model=stamp[1], api=stamp[2])
     return entry, interrupted
 
 

@@ -1,0 +1,133 @@
+"""What servers refused, remembered for a day (SPEC 5.1, Negotiation).
+
+A server that refuses an optional field (negotiate() drops it and the retry
+is answered) refuses it next time too: the next turn, in the next process,
+leaves it out from the start, with no extra round trip and no note. The
+memory is one small JSON file in the state directory,
+$XDG_STATE_HOME/panto/refused.json (0600 in a 0700 directory):
+
+    {"version": 1, "servers": [{"api": "openai_chat",
+      "baseUrl": "http://127.0.0.1:8080/v1", "model": "tiny",
+      "refused": {"reasoning_effort": 1764547200, ...}}, ...]}
+
+keyed by wire API, base URL (as shown: never its user info, query or
+fragment, where credentials go) and model; each field with the Unix time it
+was refused, forgotten REMEMBER seconds later, so that a server upgraded
+since is asked again. Removing the file forgets everything. A file that
+cannot be read, or is not one of these, counts as empty (never an error);
+writes go to a temporary file renamed over it, so that a reader never sees
+half of one and concurrent writers never tear it (the last rename wins).
+"""
+import os
+
+from pantolib import files, paths, secrets
+
+NAME = "refused.json"
+VERSION = 1
+REMEMBER = 24 * 3600        # seconds a refusal is remembered
+MAX_SERVERS = 200           # entries kept, the most recent first
+MAX_BYTES = 1 << 20         # a larger file is not ours
+
+
+def path(env=None):
+    return os.path.join(paths.state_dir(env), NAME)
+
+
+def _key(api, base_url, model):
+    return api, secrets.shown_url(base_url), model
+
+
+def recall(api, base_url, model, env=None, now=None):
+    """The fields refused by this server and model in the last day (a set of str)."""
+    import time
+
+    now = time.time() if now is None else now
+    want = _key(api, base_url, model)
+    for entry in _read(path(env)):
+        if (entry["api"], entry["baseUrl"], entry["model"]) == want:
+            return {f for f, at in entry["refused"].items() if now - REMEMBER < at <= now + 60}
+    return set()
+
+
+def remember(api, base_url, model, fields, env=None, now=None):
+    """Add `fields` to what this server and model refused; failures are ignored
+    (the next turn then negotiates again)."""
+    import time
+
+    if not fields:
+        return
+    now = int(time.time() if now is None else now)
+    file = path(env)
+    want = _key(api, base_url, model)
+    kept, mine = [], None
+    for entry in _read(file):
+        live = {f: at for f, at in entry["refused"].items() if now - REMEMBER < at <= now + 60}
+        if (entry["api"], entry["baseUrl"], entry["model"]) == want:
+            mine = live
+        elif live:
+            kept.append(dict(entry, refused=live))
+    mine = mine or {}
+    mine.update({f: now for f in fields})
+    entry = {"api": want[0], "baseUrl": want[1], "model": want[2], "refused": dict(sorted(mine.items()))}
+    _write(file, {"version": VERSION, "servers": [entry, *kept][:MAX_SERVERS]})
+
+
+def _read(file):
+    """The valid entries of the file; [] when it is missing, unreadable or not ours."""
+    import stat
+
+    import orjson
+
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_size > MAX_BYTES:
+            return []
+        data = os.read(fd, MAX_BYTES + 1)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return []
+    servers = doc.get("servers") if isinstance(doc, dict) and doc.get("version") == VERSION else None
+    out = []
+    for e in servers if isinstance(servers, list) else ():
+        if not (isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("api", "baseUrl", "model"))
+                and isinstance(e.get("refused"), dict)):
+            continue
+        refused = {f: at for f, at in e["refused"].items()
+                   if isinstance(f, str) and len(f) <= 64 and type(at) in (int, float)}
+        out.append({"api": e["api"], "baseUrl": e["baseUrl"], "model": e["model"], "refused": refused})
+    return out
+
+
+def _write(file, doc):
+    import tempfile
+
+    import orjson
+
+    directory = os.path.dirname(file)
+    try:
+        paths.make_dirs(directory)
+        fd, tmp = tempfile.mkstemp(prefix="." + NAME + ".", suffix=".tmp", dir=directory)
+    except OSError:
+        return
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            files.write_all(fd, orjson.dumps(doc) + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, file)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

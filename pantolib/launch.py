@@ -12,7 +12,9 @@ commands themselves) decides SIGINT before anything is imported:
   and is delivered once the command is inside its error boundary (`cli.run`),
   handled like any other Ctrl-C (one line, or the command's own handling),
   never as a traceback from an import. panto-send keeps it blocked longer, up
-  to its request (it passes its whole input on first, see panto-send(1)).
+  to its request, and panto-tool until it has passed its input on (see
+  hold_sigint: a Ctrl-C then ends them without a request, without running a
+  call, but never without passing the stream on).
 
 Once the command has returned, SIGINT is blocked again, so nothing can
 interrupt the final flush either. The REPL starts its children the same way
@@ -32,7 +34,7 @@ DEFAULT, HELD = "default", "held"
 MODULES = {
     "panto": ("pantolib.cmd.panto", DEFAULT),
     "panto-send": ("pantolib.cmd.send", HELD),
-    "panto-tool": ("pantolib.cmd.tool", DEFAULT),
+    "panto-tool": ("pantolib.cmd.tool", HELD),
     "panto-log": ("pantolib.cmd.log", DEFAULT),
     "panto-ls": ("pantolib.cmd.ls", DEFAULT),
     "panto-cost": ("pantolib.cmd.cost", DEFAULT),
@@ -70,6 +72,30 @@ def run(name, argv=None):
     except (BrokenPipeError, OSError, ValueError):
         cli.silence_stdout()
     sys.exit(status)
+
+
+def hold_sigint():
+    """For a command that passes its input on before it can be interrupted
+    (HELD): keep SIGINT blocked, unless a person types the input (stdin is a
+    terminal: then Ctrl-C works at once)."""
+    how = signal.SIG_UNBLOCK if os.isatty(0) else signal.SIG_BLOCK
+    signal.pthread_sigmask(how, [signal.SIGINT])
+
+
+def sigint_pending():
+    return signal.SIGINT in signal.sigpending()
+
+
+def release_sigint(drop=True):
+    """Unblock SIGINT. True when one came while it was held: then (with drop)
+    it is discarded, and the caller ends the command itself (status 130)."""
+    if drop and sigint_pending():
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)     # discards the pending one
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+        signal.signal(signal.SIGINT, previous)
+        return True
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    return False
 
 
 def main():

@@ -40,28 +40,84 @@ class Cmd:
         self.argv, self.stderr, self.role, self.env = argv, stderr, role, env
 
 
+class Interrupts:
+    """The Ctrl-C presses of a turn, counted from Enter on and never raised
+    (a SIGINT handler, and a context that installs it): the turn's pipelines
+    take the ones that came before they started as their own, so a Ctrl-C
+    at any moment after Enter cancels the turn the same way, and the prompt
+    still reaches the session. While it is installed the terminal does not
+    echo Ctrl-C as `^C` (ECHOCTL), which would be glued to the reply."""
+
+    def __init__(self, fd=None):
+        self.count = 0
+        self.fd = fd            # the terminal, or None
+        self._saved = None
+
+    def __call__(self, signum=None, frame=None):
+        self.count += 1
+
+    def __enter__(self):
+        self.count = 0
+        self._previous = signal.signal(signal.SIGINT, self)
+        if self.fd is not None:
+            import termios
+
+            try:
+                attrs = termios.tcgetattr(self.fd)
+                if attrs[3] & termios.ECHOCTL:
+                    self._saved = attrs[:]
+                    attrs[3] &= ~termios.ECHOCTL
+                    termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+            except (termios.error, OSError):
+                self._saved = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._saved is not None:
+            import termios
+
+            try:
+                attrs = termios.tcgetattr(self.fd)
+                attrs[3] |= termios.ECHOCTL
+                termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+            except (termios.error, OSError):
+                pass
+            self._saved = None
+        signal.signal(signal.SIGINT, self._previous)
+
+
 class Pipeline:
     """Run commands connected stdout to stdin.
 
     Every child starts with SIGINT blocked (launch.py unblocks it once the
     command can take it; panto-log append ignores it), so a Ctrl-C at any
     moment reaches each child as a clean interruption, never a traceback
-    from inside Python's start-up; the REPL only counts it."""
+    from inside Python's start-up; the REPL only counts it. A pipeline
+    started after a Ctrl-C of its turn (`interrupts` counts it already) sends
+    SIGINT to its children itself: they pass their input on and stop, so the
+    prompt is written as if the Ctrl-C had come a moment later."""
 
-    def __init__(self, commands, capture=True, stdin_data=None):
+    HURRY = 3       # Ctrl-C presses during one pipeline before its children are terminated
+
+    def __init__(self, commands, capture=True, stdin_data=None, interrupts=None):
         self.commands = [c if isinstance(c, Cmd) else Cmd(c) for c in commands]
         self.capture = capture
         self.stdin_data = stdin_data
-        self.interrupts = 0
+        self.irq = interrupts if interrupts is not None else Interrupts()
+        self.before = 0         # presses of the turn before this pipeline started
         self.procs = []
         self.ptys = {}          # master fd -> Cmd
+
+    @property
+    def interrupts(self):
+        return self.irq.count
 
     def _on_sigint(self, signum, frame):
         # The terminal sent SIGINT to every process of the foreground group:
         # the children stop by themselves (panto-log append finishes writing
-        # first). A second Ctrl-C hurries the ones that are still running.
-        self.interrupts += 1
-        if self.interrupts > 1:
+        # first). Pressed again and again, it hurries the ones still running.
+        self.irq.count += 1
+        if self.irq.count - self.before >= self.HURRY:
             for p in self.procs[:-1]:
                 if p.poll() is None:
                     try:
@@ -100,8 +156,15 @@ class Pipeline:
         import select
 
         old = signal.signal(signal.SIGINT, self._on_sigint)
+        self.before = self.irq.count
         try:
             self._start()
+            if self.irq.count:  # Ctrl-C before (or while) they started: it is theirs too
+                for p in self.procs:
+                    try:
+                        p.send_signal(signal.SIGINT)
+                    except OSError:
+                        pass
             feeder = None
             if self.stdin_data is not None:   # in a thread: the echo must be read meanwhile
                 import threading

@@ -17,9 +17,13 @@ SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
 
 
 def scripts():
+    """(command, "module:main") of every installed command: the bin/ launchers
+    pyproject.toml installs, and the module each one runs (pantolib/launch.py)."""
+    from pantolib.launch import MODULES
+
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        table = tomllib.load(f)["project"]["scripts"]
-    return sorted(table.items())
+        files = tomllib.load(f)["tool"]["setuptools"]["script-files"]
+    return sorted((os.path.basename(f), MODULES[os.path.basename(f)][0] + ":main") for f in files)
 
 
 def names():
@@ -42,6 +46,23 @@ def test_every_script_is_declared():
     names = [n for n, _ in scripts()]
     for n in ("panto", "panto-send", "panto-tool", "panto-log", "panto-ls", "panto-cost"):
         assert n in names
+
+
+@pytest.mark.parametrize("name", names())
+def test_the_installed_command_is_its_launcher(name):
+    """What is on PATH decides SIGINT in its first statement, before any
+    import (a generated console-script wrapper imports first)."""
+    import shutil
+
+    path = shutil.which(name)
+    assert path, f"{name} is not on PATH"
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    with open(os.path.join(ROOT, "bin", name), encoding="utf-8") as f:
+        ours = f.read().splitlines()
+    assert lines[0].startswith("#!") and "python" in lines[0]
+    assert lines[1:] == ours[1:], f"{path} is not bin/{name}"
+    assert lines[1] == "import _signal, os, sys" and "_signal.SIGINT" in lines[2] + lines[3]
 
 
 @pytest.mark.parametrize("name", names())

@@ -16,8 +16,13 @@ SECTIONS = ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "ENVIRO
 
 
 def scripts():
+    """(command, "module:main") of every installed command: the bin/ launchers
+    pyproject.toml installs, and the module each one runs (pantolib/launch.py)."""
+    from pantolib.launch import MODULES
+
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        return sorted(tomllib.load(f)["project"]["scripts"].items())
+        files = tomllib.load(f)["tool"]["setuptools"]["script-files"]
+    return sorted((os.path.basename(f), MODULES[os.path.basename(f)][0] + ":main") for f in files)
 
 
 def module_of(target):

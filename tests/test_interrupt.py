@@ -127,7 +127,7 @@ def sweep(rounds, seed=1, verbose=False, tmp=None):
         for phase in ("before", "stream", "tool", "ask"):
             env, work = environment(os.path.join(tmp, phase), srv)
             c = totals[phase] = dict(rounds=0, lost_prompts=0, lost_results=0, false_not_run=0, tracebacks=0,
-                                     plumbing=0, caret=0, declined=0, asked=0, requests_after_cancel=0,
+                                     plumbing=0, caret=0, declined=0, asked=0, requests_after_cancel=0, interrupted=0,
                                      back=[])
             t = Term([] if phase == "ask" else ["--yes"], env, cwd=work)
             t.expect("> ")
@@ -164,9 +164,9 @@ def sweep(rounds, seed=1, verbose=False, tmp=None):
                         c["lost_results"] += 1
                     if ran and result is not None and str(result["content"]).startswith("not run"):
                         c["false_not_run"] += 1
-                    if result is not None and "declined (Ctrl-C" in str(result["content"]) and \
-                            use["id"].startswith(f"call_{phase}_{k}_"):
-                        c["declined"] += 1
+                    if result is not None and use["id"].startswith(f"call_{phase}_{k}_"):
+                        c["declined"] += "declined (Ctrl-C" in str(result["content"])
+                        c["interrupted"] += str(result["content"]).startswith("interrupted after")
                 # the turn ended with the cancel: no request carried its tool results
                 c["requests_after_cancel"] += sum(1 for r in srv.requests[before:]
                                                   if (r.body.get("messages") or [{}])[-1].get("role") == "tool")
@@ -196,6 +196,7 @@ def test_a_sweep_of_ctrl_c_moments_loses_nothing(tmp_path):
         assert c["tracebacks"] == 0 and c["plumbing"] == 0 and c["caret"] == 0, (phase, c)
         assert c["requests_after_cancel"] == 0, (phase, c)
     assert totals["ask"]["declined"] == totals["ask"]["asked"] == SWEEP_ROUNDS, totals["ask"]
+    assert totals["tool"]["interrupted"] >= 1, totals["tool"]   # the sweep did stop running commands
 
 
 @pytest.fixture

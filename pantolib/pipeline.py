@@ -86,6 +86,68 @@ class Interrupts:
         signal.signal(signal.SIGINT, self._previous)
 
 
+class EscKey:
+    """Esc while a reply streams cancels the turn as Ctrl-C does: while
+    panto-send runs and no tool does (a tool's question reads the terminal
+    itself), the terminal is read key by key (no echo, signals still on); a
+    lone Esc sends SIGINT to the REPL's process group, as the terminal's
+    Ctrl-C would, and every other key is kept for the next prompt (given to
+    `keep`). The terminal's mode is restored by close()."""
+
+    def __init__(self, fd, keep):
+        self.fd_in, self.keep = fd, keep
+        self.saved = None
+        self.off = False
+
+    def fd(self, pipe):
+        if self.off:
+            return None
+        if self.saved is None:
+            if pipe.interrupts or not pipe.running("send") or pipe.running("tool"):
+                return None
+            import termios
+
+            try:
+                self.saved = termios.tcgetattr(self.fd_in)
+                mode = termios.tcgetattr(self.fd_in)
+                mode[3] &= ~(termios.ICANON | termios.ECHO)
+                mode[6][termios.VMIN], mode[6][termios.VTIME] = 1, 0
+                termios.tcsetattr(self.fd_in, termios.TCSANOW, mode)
+            except (termios.error, OSError):
+                self.off = True
+                return None
+        return self.fd_in
+
+    def read(self):
+        try:
+            data = os.read(self.fd_in, 4096)
+        except OSError:
+            data = b""
+        if not data:
+            self.off = True
+            return
+        esc = data.endswith(b"\x1b") and not data.endswith(b"\x1b\x1b")   # a lone Esc, last
+        if esc:
+            data = data[:-1]
+        if data:
+            self.keep(data)
+        if esc:
+            try:
+                os.killpg(os.getpgrp(), signal.SIGINT)
+            except OSError:
+                pass
+
+    def close(self):
+        if self.saved is not None:
+            import termios
+
+            try:
+                termios.tcsetattr(self.fd_in, termios.TCSANOW, self.saved)
+            except (termios.error, OSError):
+                pass
+            self.saved = None
+
+
 class Pipeline:
     """Run commands connected stdout to stdin.
 
@@ -150,9 +212,10 @@ class Pipeline:
             prev = p.stdout
             self.procs.append(p)
 
-    def run(self, on_output=None, on_tick=None):
+    def run(self, on_output=None, on_tick=None, keys=None):
         """(exit statuses, bytes of the last command's stdout). on_output(cmd,
-        bytes) gets what a pty child writes to its stderr (b"" at its end)."""
+        bytes) gets what a pty child writes to its stderr (b"" at its end);
+        keys.read() is called when keys.fd() (None: not now) is readable."""
         import select
 
         old = signal.signal(signal.SIGINT, self._on_sigint)
@@ -175,9 +238,13 @@ class Pipeline:
             out = self.procs[-1].stdout if self.capture else None
             fds = list(self.ptys) + ([out.fileno()] if out is not None else [])
             while fds:
-                ready = select.select(fds, [], [], 0.1)[0]
+                key_fd = keys.fd(self) if keys is not None else None
+                ready = select.select(fds + ([key_fd] if key_fd is not None else []), [], [], 0.1)[0]
                 if not ready and on_tick is not None:
                     on_tick(self)
+                if key_fd is not None and key_fd in ready:
+                    ready.remove(key_fd)
+                    keys.read()
                 for fd in ready:
                     try:
                         data = os.read(fd, 1 << 16)

@@ -23,7 +23,7 @@ import time
 from pantolib import paths, terminal
 from pantolib.commands import Commands, plural, settings
 from pantolib.errors import PantoError
-from pantolib.pipeline import Cmd, Interrupts, Pipeline, command_argv, read_session, write_fd
+from pantolib.pipeline import Cmd, EscKey, Interrupts, Pipeline, command_argv, read_session, write_fd
 
 DIM, RED, CYAN, BOLD, YELLOW, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[1m", "\033[33m", "\033[0m"
 COMPACT_AT = 0.85       # compact before the next request above this share of the context window
@@ -206,11 +206,16 @@ class Repl(Commands):
             else:
                 show(cmd, data)
 
+        esc = None
+        if self.editor is not None and any(c.role == "send" for c in pipe.commands):
+            esc = EscKey(0, self._type_ahead)
         try:
-            statuses, data = pipe.run(output, tick)
+            statuses, data = pipe.run(output, tick, esc)
             for cmd, said in held.items():
                 show(cmd, _INTERRUPT_NOTE.sub(b"", said))
         finally:
+            if esc is not None:
+                esc.close()
             spin.stop()
             live.end()
         seconds = time.monotonic() - start
@@ -222,6 +227,10 @@ class Repl(Commands):
         if session is not None and session.header is not None and self.path is not None:
             self.session = session      # what the file holds (a first prompt that failed left none)
         return Turn(statuses, session, pipe.interrupts > 0, seconds, live.seen)
+
+    def _type_ahead(self, data):
+        """Keys typed while a reply streams: they wait for the next prompt."""
+        self.editor.pending += self.editor.decoder.decode(data)
 
     def _read_back(self, data):
         """The Session of what panto-log append echoed, or None. The echo

@@ -344,3 +344,26 @@ def test_panto_send_interrupted_before_its_request_passes_the_stream_on(tmp_path
     assert lines[0] == header and lines[-1]["message"]["content"][-1]["text"] == "hello there"
     assert [x["message"]["role"] for x in lines[1:]] == ["system", "user"]
     assert srv.requests == []
+
+
+def test_esc_while_a_reply_streams_cancels_it_like_ctrl_c(tmp_path, srv):
+    env, work = environment(str(tmp_path), srv)
+    t = Term(["--yes"], env, cwd=work)
+    t.expect("> ")
+    t.line("stream round 1")
+    t.expect("drip drip drip", 60)
+    t.send("typed ")                    # kept for the next prompt, not echoed into the reply
+    t.wait(0.3)
+    t.send(b"\x1b")
+    t.expect("aborted · ", 60)
+    t.expect("> ")
+    t.line("after round 2")
+    t.expect("reply to after 2", 60)
+    t.expect("> ")
+    assert t.quit() == 0
+    entries = entries_of(env)
+    assert user_texts(entries) == ["stream round 1", "typed after round 2"]
+    aborted = [e for e in entries if e["type"] == "message" and e["message"].get("stopReason") == "aborted"]
+    assert len(aborted) == 1 and aborted[0]["message"]["content"][0]["text"].startswith("drip drip")
+    assert not any(p in t.screen for p in PLUMBING) and "Traceback" not in t.screen
+    assert "typed drip" not in t.screen and "drip typed" not in t.screen

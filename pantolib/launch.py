@@ -1,8 +1,11 @@
 """How every panto command starts, so that Ctrl-C can never kill one inside
 Python's start-up or cut a stream short.
 
-A command's very first statement (the bin/ launchers, installed as the
-commands themselves) decides SIGINT before anything is imported:
+The installed commands are the bin/ scripts: `trap '' INT` first, before
+Python starts (a SIGINT inside Python's own start-up would kill the command
+or end it with a traceback before any of its code runs: ignored there, the
+key press is lost instead, never the command), then bin/panto-launcher, whose
+first statements decide SIGINT before anything is imported:
 
 - `panto-log append`, and `panto-log replay` writing to a pipe or a file,
   *ignore* it for good: append finishes writing every line it received, and

@@ -22,7 +22,8 @@ def scripts():
 
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         files = tomllib.load(f)["tool"]["setuptools"]["script-files"]
-    return sorted((os.path.basename(f), MODULES[os.path.basename(f)][0] + ":main") for f in files)
+    names = [os.path.basename(f) for f in files]
+    return sorted((n, MODULES[n][0] + ":main") for n in names if n in MODULES)  # not the launcher itself
 
 
 def module_of(target):

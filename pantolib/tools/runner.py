@@ -98,7 +98,7 @@ def _one(use, approver, display, cwd, timeout):
     if problem:   # nothing to confirm: it cannot run
         display.refused(use, args, problem, False)
         return problem, True, False
-    started = None
+    started = done = None
     try:
         ok, why, asked = approver.decide(use, args, cwd)
         if not ok:
@@ -106,13 +106,15 @@ def _one(use, approver, display, cwd, timeout):
             return why, True, False
         display.before(use, args, asked)
         started = time.monotonic()
-        content, err = tools.run(name, use.get("input"), cwd=cwd, timeout=timeout)
+        content, err = done = tools.run(name, use.get("input"), cwd=cwd, timeout=timeout)
         display.after(use, args, content, err, asked)
         return content, err, False
     except KeyboardInterrupt as e:
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # the results are written whatever comes next
+        if done is not None:    # it had finished: its own result
+            return done[0], done[1], True
         if started is None:
             return DECLINED, True, True
         content = interrupted(e, time.monotonic() - started)

@@ -152,7 +152,7 @@ def pipeline(a):
 def repl(a):
     import test_interrupt
 
-    totals = test_interrupt.sweep(a.rounds, seed=a.seed, verbose=True)
+    totals = test_interrupt.sweep(a.rounds, seed=a.seed, verbose=True, phases=a.phases.split(","))
     print(f"repl: {a.rounds} rounds per phase, Ctrl-C 0.02-2 s after Enter")
     for phase, t in totals.items():
         print(f"  {phase:22s} rounds {t['rounds']:4d}  lost prompts {t['lost_prompts']}  "
@@ -168,6 +168,7 @@ def main(argv=None):
     ap.add_argument("--bin", help="directory of the commands (default: PATH)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--phases", default="before,stream,tool,ask", help="repl: the phases to sweep")
     a = ap.parse_args(argv)
     (pipeline if a.mode == "pipeline" else repl)(a)
 

@@ -113,7 +113,7 @@ def user_texts(entries):
             for b in e["message"]["content"] if b["type"] == "text"]
 
 
-def sweep(rounds, seed=1, verbose=False, tmp=None):
+def sweep(rounds, seed=1, verbose=False, tmp=None, phases=("before", "stream", "tool", "ask")):
     """Ctrl-C at random moments of each phase of a turn, `rounds` times each:
     {phase: counts}. Each phase runs in one panto, resumed from a session."""
     import tempfile
@@ -124,7 +124,7 @@ def sweep(rounds, seed=1, verbose=False, tmp=None):
     totals = {}
     srv = PhaseServer().start()
     try:
-        for phase in ("before", "stream", "tool", "ask"):
+        for phase in phases:
             env, work = environment(os.path.join(tmp, phase), srv)
             c = totals[phase] = dict(rounds=0, lost_prompts=0, lost_results=0, false_not_run=0, tracebacks=0,
                                      plumbing=0, caret=0, declined=0, asked=0, requests_after_cancel=0, interrupted=0,
@@ -153,6 +153,7 @@ def sweep(rounds, seed=1, verbose=False, tmp=None):
                 c["back"].append(time.monotonic() - pressed)
                 t.sync(f"{phase}-{k}")
                 c["rounds"] += 1
+                seen = t.screen[-3000:]
                 entries = entries_of(env)
                 if text not in user_texts(entries):
                     c["lost_prompts"] += 1
@@ -170,13 +171,19 @@ def sweep(rounds, seed=1, verbose=False, tmp=None):
                 # the turn ended with the cancel: no request carried its tool results
                 c["requests_after_cancel"] += sum(1 for r in srv.requests[before:]
                                                   if (r.body.get("messages") or [{}])[-1].get("role") == "tool")
+                trouble = c["lost_prompts"] + c["lost_results"] + c["false_not_run"] + c["requests_after_cancel"]
+                if c["back"][-1] > 5 or "Traceback" in seen or trouble > c.get("trouble", 0):
+                    c.setdefault("screens", []).append(seen)
+                    c["trouble"] = trouble
             assert t.quit() == 0
             screen = t.screen
             c["tracebacks"] = screen.count("Traceback")
             c["plumbing"] = sum(screen.count(p) for p in PLUMBING)
             c["caret"] = screen.count("^C")
             if verbose:
-                print(phase, {k: v for k, v in c.items() if k != "back"},
+                for screen in c.get("screens", [])[:3]:
+                    print("--- a round to look at:\n" + screen, flush=True)
+                print(phase, {k: v for k, v in c.items() if k not in ("back", "screens")},
                       f"prompt back: median {sorted(c['back'])[len(c['back']) // 2]:.2f}s max {max(c['back']):.2f}s",
                       flush=True)
     finally:

@@ -98,7 +98,7 @@ def _one(use, approver, display, cwd, timeout):
     if problem:   # nothing to confirm: it cannot run
         display.refused(use, args, problem, False)
         return problem, True, False
-    started = done = None
+    started = done = asked = None
     try:
         ok, why, asked = approver.decide(use, args, cwd)
         if not ok:
@@ -115,8 +115,8 @@ def _one(use, approver, display, cwd, timeout):
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # the results are written whatever comes next
         if done is not None:    # it had finished: its own result
             return done[0], done[1], True
-        if started is None:
-            return DECLINED, True, True
+        if started is None:     # at its question (or deciding), or just before it started
+            return (DECLINED if asked is None else "not run: Ctrl-C came before it started"), True, True
         content = interrupted(e, time.monotonic() - started)
         try:
             display.after(use, args, content, True, asked)

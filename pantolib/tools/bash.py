@@ -87,12 +87,23 @@ def run(args, cwd, timeout=None):
 
     started = time.monotonic()
     deadline = started + limit
-    proc = subprocess.Popen(
-        [shell, "-c", command], cwd=cwd, env=without_keys(),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    # A Ctrl-C while the command starts is taken once `proc` exists (inside
+    # the try below), so it is stopped like any other: never left running.
+    hit = []
+    previous = signal.signal(signal.SIGINT, lambda *_: hit.append(True))
     try:
+        proc = subprocess.Popen(
+            [shell, "-c", command], cwd=cwd, env=without_keys(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except BaseException:
+        signal.signal(signal.SIGINT, previous)
+        raise
+    try:
+        signal.signal(signal.SIGINT, previous)
+        if hit and previous is not signal.SIG_IGN:
+            raise KeyboardInterrupt
         fd = proc.stdout.fileno()
         sel.register(fd, selectors.EVENT_READ)
         while True:

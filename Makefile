@@ -5,7 +5,8 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: test bench demo clean compile coverage
 
-$(STAMP): pyproject.toml
+# bin/ is installed as copies (the commands themselves): a change there reinstalls
+$(STAMP): pyproject.toml $(wildcard bin/*)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --config-settings editable_mode=compat -e '.[test]'

@@ -147,10 +147,15 @@ class Commands:
             return
         leaf = session.leaf_message()
         prompt = self._last_prompt_entry(session)
+        text = prompt and next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
+        if self.last_prompt is not None and text != self.last_prompt and not self.branch:
+            # the last prompt typed never reached the file: send that one, never an earlier one
+            self.say("retrying: " + terminal.visible_line(self.last_prompt)[:200], DIM)
+            self.turn(self.last_prompt)
+            return
         if prompt is None:
             self.say("nothing to retry yet")
             return
-        text = next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
         self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
         # after a failed turn the prompt is the leaf: send it as it is; after a
         # reply: a new reply to the same prompt, beside the old one (a branch)

@@ -41,28 +41,146 @@ class Cmd:
         self.pass_fds = tuple(pass_fds)
 
 
+class Interrupts:
+    """The Ctrl-C presses of a turn, counted from Enter on and never raised
+    (a SIGINT handler, and a context that installs it): the turn's pipelines
+    take the ones that came before they started as their own, so a Ctrl-C
+    at any moment after Enter cancels the turn the same way, and the prompt
+    still reaches the session. While it is installed the terminal does not
+    echo Ctrl-C as `^C` (ECHOCTL), which would be glued to the reply."""
+
+    def __init__(self, fd=None):
+        self.count = 0
+        self.fd = fd            # the terminal, or None
+        self._saved = None
+
+    def __call__(self, signum=None, frame=None):
+        self.count += 1
+
+    def __enter__(self):
+        self.count = 0
+        self._previous = signal.signal(signal.SIGINT, self)
+        if self.fd is not None:
+            import termios
+
+            try:
+                attrs = termios.tcgetattr(self.fd)
+                if attrs[3] & termios.ECHOCTL:
+                    self._saved = attrs[:]
+                    attrs[3] &= ~termios.ECHOCTL
+                    termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+            except (termios.error, OSError):
+                self._saved = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._saved is not None:
+            import termios
+
+            try:
+                attrs = termios.tcgetattr(self.fd)
+                attrs[3] |= termios.ECHOCTL
+                termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+            except (termios.error, OSError):
+                pass
+            self._saved = None
+        signal.signal(signal.SIGINT, self._previous)
+
+
+class EscKey:
+    """Esc while a reply streams cancels the turn as Ctrl-C does: while
+    panto-send runs and no tool does (a tool's question reads the terminal
+    itself), the terminal is read key by key (no echo, signals still on); a
+    lone Esc sends SIGINT to the REPL's process group, as the terminal's
+    Ctrl-C would, and every other key is kept for the next prompt (given to
+    `keep`). The terminal's mode is restored by close()."""
+
+    def __init__(self, fd, keep):
+        self.fd_in, self.keep = fd, keep
+        self.saved = None
+        self.off = False
+
+    def fd(self, pipe):
+        if self.off:
+            return None
+        if self.saved is None:
+            if pipe.interrupts or not pipe.running("send") or pipe.running("tool"):
+                return None
+            import termios
+
+            try:
+                self.saved = termios.tcgetattr(self.fd_in)
+                mode = termios.tcgetattr(self.fd_in)
+                mode[3] &= ~(termios.ICANON | termios.ECHO)
+                mode[6][termios.VMIN], mode[6][termios.VTIME] = 1, 0
+                termios.tcsetattr(self.fd_in, termios.TCSANOW, mode)
+            except (termios.error, OSError):
+                self.off = True
+                return None
+        return self.fd_in
+
+    def read(self):
+        try:
+            data = os.read(self.fd_in, 4096)
+        except OSError:
+            data = b""
+        if not data:
+            self.off = True
+            return
+        esc = data.endswith(b"\x1b") and not data.endswith(b"\x1b\x1b")   # a lone Esc, last
+        if esc:
+            data = data[:-1]
+        if data:
+            self.keep(data)
+        if esc:
+            try:
+                os.killpg(os.getpgrp(), signal.SIGINT)
+            except OSError:
+                pass
+
+    def close(self):
+        if self.saved is not None:
+            import termios
+
+            try:
+                termios.tcsetattr(self.fd_in, termios.TCSANOW, self.saved)
+            except (termios.error, OSError):
+                pass
+            self.saved = None
+
+
 class Pipeline:
     """Run commands connected stdout to stdin.
 
     Every child starts with SIGINT blocked (launch.py unblocks it once the
     command can take it; panto-log append ignores it), so a Ctrl-C at any
     moment reaches each child as a clean interruption, never a traceback
-    from inside Python's start-up; the REPL only counts it."""
+    from inside Python's start-up; the REPL only counts it. A pipeline
+    started after a Ctrl-C of its turn (`interrupts` counts it already) sends
+    SIGINT to its children itself: they pass their input on and stop, so the
+    prompt is written as if the Ctrl-C had come a moment later."""
 
-    def __init__(self, commands, capture=True, stdin_data=None):
+    HURRY = 3       # Ctrl-C presses during one pipeline before its children are terminated
+
+    def __init__(self, commands, capture=True, stdin_data=None, interrupts=None):
         self.commands = [c if isinstance(c, Cmd) else Cmd(c) for c in commands]
         self.capture = capture
         self.stdin_data = stdin_data
-        self.interrupts = 0
+        self.irq = interrupts if interrupts is not None else Interrupts()
+        self.before = 0         # presses of the turn before this pipeline started
         self.procs = []
         self.ptys = {}          # master fd -> Cmd
+
+    @property
+    def interrupts(self):
+        return self.irq.count
 
     def _on_sigint(self, signum, frame):
         # The terminal sent SIGINT to every process of the foreground group:
         # the children stop by themselves (panto-log append finishes writing
-        # first). A second Ctrl-C hurries the ones that are still running.
-        self.interrupts += 1
-        if self.interrupts > 1:
+        # first). Pressed again and again, it hurries the ones still running.
+        self.irq.count += 1
+        if self.irq.count - self.before >= self.HURRY:
             for p in self.procs[:-1]:
                 if p.poll() is None:
                     try:
@@ -96,14 +214,22 @@ class Pipeline:
             prev = p.stdout
             self.procs.append(p)
 
-    def run(self, on_output=None, on_tick=None):
+    def run(self, on_output=None, on_tick=None, keys=None):
         """(exit statuses, bytes of the last command's stdout). on_output(cmd,
-        bytes) gets what a pty child writes to its stderr (b"" at its end)."""
+        bytes) gets what a pty child writes to its stderr (b"" at its end);
+        keys.read() is called when keys.fd() (None: not now) is readable."""
         import select
 
         old = signal.signal(signal.SIGINT, self._on_sigint)
+        self.before = self.irq.count
         try:
             self._start()
+            if self.irq.count:  # Ctrl-C before (or while) they started: it is theirs too
+                for p in self.procs:
+                    try:
+                        p.send_signal(signal.SIGINT)
+                    except OSError:
+                        pass
             feeder = None
             if self.stdin_data is not None:   # in a thread: the echo must be read meanwhile
                 import threading
@@ -114,9 +240,13 @@ class Pipeline:
             out = self.procs[-1].stdout if self.capture else None
             fds = list(self.ptys) + ([out.fileno()] if out is not None else [])
             while fds:
-                ready = select.select(fds, [], [], 0.1)[0]
+                key_fd = keys.fd(self) if keys is not None else None
+                ready = select.select(fds + ([key_fd] if key_fd is not None else []), [], [], 0.1)[0]
                 if not ready and on_tick is not None:
                     on_tick(self)
+                if key_fd is not None and key_fd in ready:
+                    ready.remove(key_fd)
+                    keys.read()
                 for fd in ready:
                     try:
                         data = os.read(fd, 1 << 16)

@@ -27,7 +27,7 @@ import time
 from pantolib import paths, terminal
 from pantolib.commands import Commands, names, plural, settings
 from pantolib.errors import PantoError
-from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session, write_fd
+from pantolib.pipeline import Cmd, EscKey, Interrupts, Pipeline, command_argv, read_session, write_fd
 
 DIM, RED, CYAN, BOLD, YELLOW, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[1m", "\033[33m", "\033[0m"
 COMPACT_AT = 0.85       # compact before the next request above this share of the context window
@@ -35,6 +35,8 @@ COMPACT_AT = 0.85       # compact before the next request above this share of th
 # reaches its display neutralized, so a colour code here is panto-send's own.
 _SGR = re.compile("\x1b\\[([0-9;]*)m")
 _SGR_START = re.compile("\x1b(\\[[0-9;]*)?")
+# what a plumbing command says about a Ctrl-C: the REPL says it once, its own way
+_INTERRUPT_NOTE = re.compile(rb"(?m)^panto-[a-z]+: interrupted[^\n]*(\n|$)")
 
 
 class LiveReply:
@@ -126,6 +128,7 @@ class Repl(Commands):
         from pantolib.permissions import Rules
 
         self.rules = Rules()        # the rules files as read at start, and this run's "always"
+        self.irq = Interrupts(0 if self.interactive else None)   # a turn's Ctrl-C presses
 
     def api_for(self, provider):
         """The --api to pass with this provider (None: another provider's API, or none given)."""
@@ -164,9 +167,10 @@ class Repl(Commands):
         if not self.path:
             return []
         at = at or self.branch
-        # a turn reads only what its request needs, not the whole file (replay --context)
+        # a turn reads only what its request needs, not the whole file (replay --context);
+        # SIGINT ignored: a stream cut short would put the prompt on an earlier entry
         return [Cmd(command_argv("panto-log", "replay", *(() if whole else ("--context",)),
-                                 *(["--at", at] if at else []), self.path))]
+                                 *(["--at", at] if at else []), self.path, sigint=False))]
 
     def _sink(self):
         return Cmd(command_argv("panto-log", "append", *([self.path] if self.path else []), sigint=False))
@@ -214,7 +218,7 @@ class Repl(Commands):
     def step(self, commands, label="waiting "):
         """Run one pipeline, drawing what panto-send and panto-tool show;
         learn the session file from its output."""
-        pipe = Pipeline(commands)
+        pipe = Pipeline(commands, interrupts=self.irq)
         spin = terminal.Spinner(self.err, label)
         live = LiveReply(self)
         has_tool = any(c.role == "tool" for c in pipe.commands)
@@ -254,7 +258,7 @@ class Repl(Commands):
                     spin.restart(label)
                 spin.tick()
 
-        def output(cmd, data):
+        def show(cmd, data):
             spin.stop()
             if cmd.role == "tool":
                 model["start"] = time.monotonic()
@@ -265,9 +269,24 @@ class Repl(Commands):
                 write_fd(self.err.fileno(), data)
                 state.update(line_open=not data.endswith(b"\n"), shown=True, quiet=time.monotonic())
 
+        held = {}   # after a Ctrl-C: what each child says, shown at its end without the plumbing's notes
+
+        def output(cmd, data):
+            if pipe.interrupts:
+                held[cmd] = held.get(cmd, b"") + data
+            else:
+                show(cmd, data)
+
+        esc = None
+        if self.editor is not None and any(c.role == "send" for c in pipe.commands):
+            esc = EscKey(0, self._type_ahead)
         try:
-            statuses, data = pipe.run(output, tick)
+            statuses, data = pipe.run(output, tick, esc)
+            for cmd, said in held.items():
+                show(cmd, _INTERRUPT_NOTE.sub(b"", said))
         finally:
+            if esc is not None:
+                esc.close()
             spin.stop()
             live.end()
         seconds = time.monotonic() - (model["start"] if has_tool else start)
@@ -279,6 +298,10 @@ class Repl(Commands):
         if session is not None and session.header is not None and self.path is not None:
             self.session = session      # what the file holds (a first prompt that failed left none)
         return Turn(statuses, session, pipe.interrupts > 0, seconds, live.seen)
+
+    def _type_ahead(self, data):
+        """Keys typed while a reply streams: they wait for the next prompt."""
+        self.editor.pending += self.editor.decoder.decode(data)
 
     def _read_back(self, data):
         """The Session of what panto-log append echoed, or None. The echo
@@ -352,7 +375,10 @@ class Repl(Commands):
             self.last_prompt = prompt
             if self._unanswered_prompt() == prompt:
                 prompt = None   # the same prompt again after a failure: no second user entry
-        if self.path and self.fill is not None and self.fill > COMPACT_AT:
+        if self.irq.count and self.path is None:
+            self.say("[cancelled]", RED)    # nothing sent, no file yet: kept here for /retry
+            return
+        if self.path and self.fill is not None and self.fill > COMPACT_AT and not self.irq.count:
             self.say(f"[the context is {self.fill:.0%} full: compacting first]", DIM)
             self.compact(keep=1)
         t = self._request(prompt)
@@ -367,7 +393,8 @@ class Repl(Commands):
         """The agent loop after a request: tool rounds while the model asks for
         tools, at most max_steps requests in all."""
         steps = 1
-        while t.ok and not t.cancelled and t.session is not None and self._wants_tools(t.session):
+        while (t.ok and not t.cancelled and not self.irq.count and t.session is not None
+               and self._wants_tools(t.session)):
             if steps >= self.max_steps:
                 n = len(t.session.unanswered_tool_uses())
                 self.say(f"[stopped after {plural(steps, 'step')} (--max-steps): {plural(n, 'tool call')} "
@@ -383,8 +410,15 @@ class Repl(Commands):
                 self._granted(tool)
             self._report(t)
             steps += 1
-        if t.cancelled:
-            self.say("[cancelled]", RED)
+        if (t.cancelled or self.irq.count) and not self._aborted_shown(t):
+            self.say("[cancelled]", RED)    # one line: a partial reply's usage line says "aborted"
+
+    @staticmethod
+    def _aborted_shown(t):
+        """Whether a partial reply was shown and kept (its usage line says so)."""
+        leaf = t.session.leaf_message() if t.session is not None and t.shown else None
+        return (leaf is not None and leaf["message"]["role"] == "assistant"
+                and leaf["message"].get("stopReason") == "aborted")
 
     def _request(self, prompt):
         prompt_file = self._write_prompt(prompt) if prompt is not None else None
@@ -602,47 +636,48 @@ class Repl(Commands):
         interrupts = 0
         try:
             while True:
-                try:
-                    if first is not None:
-                        line, first = first, None
-                        self.say("> " + terminal.visible(line), BOLD)
-                    else:
-                        line = self.read_line()
-                except (terminal.Edit, KeyboardInterrupt) as e:
-                    # Ctrl-C at the prompt, or just before it (then a signal)
-                    how, text = (e.how, e.text) if isinstance(e, terminal.Edit) else ("interrupt", "")
-                    if how == "eof":
-                        return
-                    if isinstance(e, KeyboardInterrupt):
-                        self.out.write("\n")
-                    interrupts = interrupts + 1 if not text else 0
-                    if interrupts >= 2:
-                        self.say("(to quit, press Ctrl-D or type /quit)", DIM)
-                    continue
-                interrupts = 0
-                text = line.strip()
-                if not text:
-                    continue
-                if self.editor is not None:
-                    self.history.add(line)
-                    if self.editor.interrupted_ahead():     # Enter, then at once Ctrl-C
-                        self.say("[cancelled]", RED)
-                        continue
-                self.hold_keys()
-                try:
-                    if text.startswith("/") and not text.startswith("//"):
-                        if not self.command(text):
+                with self.irq:      # from here on a Ctrl-C is counted for the turn, never raised
+                    try:
+                        if first is not None:
+                            line, first = first, None
+                            self.say("> " + terminal.visible(line), BOLD)
+                        else:
+                            line = self.read_line()
+                    except (terminal.Edit, KeyboardInterrupt) as e:
+                        # Ctrl-C at the prompt, or just before it (then a signal)
+                        how, text = (e.how, e.text) if isinstance(e, terminal.Edit) else ("interrupt", "")
+                        if how == "eof":
                             return
+                        if isinstance(e, KeyboardInterrupt):
+                            self.out.write("\n")
+                        interrupts = interrupts + 1 if not text else 0
+                        if interrupts >= 2:
+                            self.say("(to quit, press Ctrl-D or type /quit)", DIM)
                         continue
-                    if text.startswith("//"):
-                        line = line.replace("/", "", 1)
-                    self.turn(line)
-                except KeyboardInterrupt:  # between two pipelines: the session is whole
-                    self.say("[cancelled]", RED)
-                finally:
-                    self.release_keys()
-                if self.tty:
-                    self.out.write("\n")
+                    self.irq.count = 0      # Enter: what counts is from now on
+                    interrupts = 0
+                    text = line.strip()
+                    if not text:
+                        continue
+                    if self.editor is not None:
+                        if self.editor.interrupted_ahead():     # Enter, then at once Ctrl-C
+                            self.irq()
+                        self.history.add(line)
+                    self.hold_keys()
+                    try:
+                        if text.startswith("/") and not text.startswith("//"):
+                            if not self.command(text):
+                                return
+                            continue
+                        if text.startswith("//"):
+                            line = line.replace("/", "", 1)
+                        self.turn(line)
+                    except KeyboardInterrupt:  # between two pipelines: the session is whole
+                        self.say("[cancelled]", RED)
+                    finally:
+                        self.release_keys()
+                    if self.tty:
+                        self.out.write("\n")
         finally:
             if self.editor is not None:
                 self.editor.write(terminal.PASTE_OFF)

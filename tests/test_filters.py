@@ -17,9 +17,14 @@ SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
 
 
 def scripts():
+    """(command, "module:main") of every installed command: the bin/ launchers
+    pyproject.toml installs, and the module each one runs (pantolib/launch.py)."""
+    from pantolib.launch import MODULES
+
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        table = tomllib.load(f)["project"]["scripts"]
-    return sorted(table.items())
+        files = tomllib.load(f)["tool"]["setuptools"]["script-files"]
+    names = [os.path.basename(f) for f in files]
+    return sorted((n, MODULES[n][0] + ":main") for n in names if n in MODULES)  # not the launcher itself
 
 
 def names():
@@ -42,6 +47,27 @@ def test_every_script_is_declared():
     names = [n for n, _ in scripts()]
     for n in ("panto", "panto-send", "panto-tool", "panto-log", "panto-ls", "panto-cost"):
         assert n in names
+
+
+@pytest.mark.parametrize("name", names())
+def test_the_installed_command_is_its_launcher(name):
+    """What is on PATH ignores SIGINT in its first statement, before Python
+    starts (a generated console-script wrapper imports first), and runs the
+    launcher installed beside it, which takes SIGINT on as launch.py says."""
+    import shutil
+
+    path = shutil.which(name)
+    assert path, f"{name} is not on PATH"
+    with open(path, encoding="utf-8") as f:
+        installed = f.read()
+    with open(os.path.join(ROOT, "bin", name), encoding="utf-8") as f:
+        assert installed == f.read(), f"{path} is not bin/{name}"
+    lines = installed.splitlines()
+    assert lines[:2] == ["#!/bin/sh", "trap '' INT"] and lines[-1] == f'exec "$d/panto-launcher" {name} "$@"'
+    with open(os.path.join(os.path.dirname(path), "panto-launcher"), encoding="utf-8") as f:
+        launcher = f.read().splitlines()
+    assert launcher[0].startswith("#!") and "python" in launcher[0]
+    assert launcher[1] == "import _signal, os, sys"
 
 
 @pytest.mark.parametrize("name", names())

@@ -195,7 +195,7 @@ def test_ctrl_c_during_a_streamed_reply_keeps_the_session(isolated, srv, env):
     t.line("two, slowly")
     t.expect("drip drip drip")
     t.send(b"\x03")
-    t.expect("[cancelled]")
+    t.expect("aborted · ")     # one line: the partial reply's usage line
     t.expect("> ")
     [path] = session_files(isolated)
     entries = read_entries(path)

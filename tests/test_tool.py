@@ -439,9 +439,9 @@ def test_ctrl_c_at_the_question_is_no_and_stops_cleanly(isolated, sigint_ignored
     t.expect(QUESTION)
     t.send(b"\x03")                  # the terminal turns it into SIGINT
     code, out, err = t.finish()
-    assert code == 130 and err == b"panto-tool: interrupted\n", err
+    assert code == 130 and err == b"panto-tool: interrupted (the results so far are passed on)\n", err
     blocks = answered(out, data)
-    assert "Ctrl-C at the confirmation" in blocks[0]["content"] and blocks[0]["isError"]
+    assert blocks[0]["content"] == "not run: declined (Ctrl-C at the confirmation)" and blocks[0]["isError"]
     assert "not run" in blocks[1]["content"]
     assert not (isolated / "one").exists() and not (isolated / "two").exists()
     assert t.mode[3] & termios.ICANON and t.mode[3] & termios.ECHO

@@ -63,7 +63,15 @@ class ContextFull(Exception):
 
 @cli.command(NAME)
 def main(argv=None):
+    # SIGINT stays blocked (the launcher blocked it first) until the input and
+    # the prompt are passed on: a Ctrl-C meanwhile waits, and then ends the
+    # command without a request (see pantolib/launch.py).
+    from pantolib import launch
+
+    launch.hold_sigint()
     args = cli.parse(__doc__, argv)
+    if args["--compact"] or args["--models"]:
+        launch.release_sigint(drop=False)
     if args["--compact"]:
         from pantolib import compaction
 
@@ -77,7 +85,7 @@ def main(argv=None):
     with _sigint_held():
         from pantolib import conversation, entries, providers, secrets, stream  # noqa: F401
 
-        net = _Network()    # the network code loads while the input is read
+        net = None if launch.sigint_pending() else _Network()  # the network code loads while the input is read
     prompt = args["PROMPT"]
     if args["--file"] is not None:
         with open(args["--file"], encoding="utf-8") as f:
@@ -87,7 +95,8 @@ def main(argv=None):
     out = cli.stdout()
     with _sigint_held():    # configure imports the wire module
         provider, options, key_var, keys = _configure(opts, session, out, out_lines, unstamped)
-    net.prepare(options.base_url)
+    if net is not None:
+        net.prepare(options.base_url)
     user = None
     if prompt is not None:
         content = providers.not_run(session.unanswered_tool_uses()) + [entries.text(prompt)]
@@ -96,10 +105,14 @@ def main(argv=None):
         raw = secrets.redact_bytes(stream.dumps(user), keys)
         session.add(stream.Line(raw, user, stream.ENTRY))
         out_lines.append(raw)
-    state = {"network": net}  # and the accumulator of the reply, once it streams
+    state = {"network": net} if net is not None else {}  # and the reply's accumulator, once it streams
     try:
         _write_input(out, out_lines)  # downstream before anything can go wrong on the network
         del out_lines
+        if launch.release_sigint():
+            cli.warn(NAME, "interrupted before the request (the input"
+                           f"{' and the prompt are' if user is not None else ' is'} passed on)")
+            return EXIT_INTERRUPTED
         return _turn(args, session, provider, options, key_var, opts, keys, taken, out, state)
     except KeyboardInterrupt:
         return _aborted(state.get("acc"), session, taken, provider, options, keys, out)

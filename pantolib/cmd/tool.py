@@ -42,7 +42,11 @@ NAME = "panto-tool"
 def main(argv=None):
     import signal
 
-    # Ctrl-C at the question or during a call is handled, even when started with SIGINT ignored
+    from pantolib import launch
+
+    # Ctrl-C at the question or during a call is handled, even when started
+    # with SIGINT ignored; until the input is passed on it is held (run()).
+    launch.hold_sigint()
     signal.signal(signal.SIGINT, signal.default_int_handler)
     args = cli.parse(__doc__, argv)
     from pantolib.errors import UsageError
@@ -123,7 +127,7 @@ def granted_channel(fd_text):
 
 
 def run(yes, timeout, live, rules=None, report=None):
-    from pantolib import stream
+    from pantolib import launch, stream
     from pantolib.conversation import Session
     from pantolib.tools import runner
 
@@ -131,6 +135,10 @@ def run(yes, timeout, live, rules=None, report=None):
     session = Session.read(cli.stdin())
     out.writelines(line.raw for line in session.lines)
     out.flush()   # downstream persists the calls before any of them runs
+    if launch.release_sigint():     # Ctrl-C before any call started: none is run
+        if session.unanswered_tool_uses():
+            cli.warn(NAME, "interrupted before the calls ran (none was run)")
+        return cli.INTERRUPTED
     cwd = os.getcwd()
     approver = runner.Approver(yes=yes, rules=rules, report=report)
     try:
@@ -145,5 +153,6 @@ def run(yes, timeout, live, rules=None, report=None):
     if approver.no_tty and not yes:
         cli.warn(NAME, "calls that need confirmation were declined: no terminal (use --yes to allow them)")
     if interrupted:
-        raise KeyboardInterrupt
+        cli.warn(NAME, "interrupted (the results so far are passed on)")
+        return cli.INTERRUPTED
     return cli.OK

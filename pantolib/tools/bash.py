@@ -1,9 +1,11 @@
 """bash: run a shell command in the working directory.
 
 The command runs in a process group of its own, with stdin closed and
-without the provider API keys in its environment. On timeout (or Ctrl-C)
-the whole group is killed; when the shell exits, processes it left running
-in its group are killed too, so no call outlives its result.
+without the provider API keys in its environment. On timeout the whole
+group is killed; on Ctrl-C it is sent SIGINT, then killed STOP_GRACE later,
+and Interrupted carries the output so far (the caller writes the result).
+When the shell exits, processes it left running in its group are killed
+too, so no call outlives its result.
 """
 import os
 import selectors
@@ -37,9 +39,21 @@ SCHEMA = {
 }
 
 
-def _kill_group(proc):
+STOP_GRACE = 0.3   # seconds a Ctrl-C'd command has to end on SIGINT before SIGKILL
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C while the command ran: it was stopped with its process group;
+    `output` is what it had printed (capped), `seconds` how long it ran."""
+
+    def __init__(self, output, seconds):
+        super().__init__()
+        self.output, self.seconds = output, seconds
+
+
+def _kill_group(proc, sig=signal.SIGKILL):
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -53,20 +67,45 @@ def run(args, cwd, timeout=None):
         raise ToolError("'timeout' must be a positive number of seconds")
     limit = min(limit, MAX_TIMEOUT)
     shell = shutil.which("bash") or "/bin/sh"
-    proc = subprocess.Popen(
-        [shell, "-c", command], cwd=cwd, env=without_keys(),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
     head, tail, total = bytearray(), bytearray(), 0
     half = CAP // 2
-    deadline = time.monotonic() + limit
     timed_out = False
     exited_at = None
-    fd = proc.stdout.fileno()
     sel = selectors.DefaultSelector()
-    sel.register(fd, selectors.EVENT_READ)
+
+    def keep(chunk):
+        nonlocal total, head, tail
+        total += len(chunk)
+        if len(head) < half:
+            take = half - len(head)
+            head += chunk[:take]
+            chunk = chunk[take:]
+        if chunk:
+            tail += chunk
+            if len(tail) > 2 * half:
+                del tail[:-half]
+
+    started = time.monotonic()
+    deadline = started + limit
+    # A Ctrl-C while the command starts is taken once `proc` exists (inside
+    # the try below), so it is stopped like any other: never left running.
+    hit = []
+    previous = signal.signal(signal.SIGINT, lambda *_: hit.append(True))
     try:
+        proc = subprocess.Popen(
+            [shell, "-c", command], cwd=cwd, env=without_keys(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except BaseException:
+        signal.signal(signal.SIGINT, previous)
+        raise
+    try:
+        signal.signal(signal.SIGINT, previous)
+        if hit and previous is not signal.SIG_IGN:
+            raise KeyboardInterrupt
+        fd = proc.stdout.fileno()
+        sel.register(fd, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if now >= deadline:
@@ -82,20 +121,26 @@ def run(args, cwd, timeout=None):
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
-            total += len(chunk)
-            if len(head) < half:
-                take = half - len(head)
-                head += chunk[:take]
-                chunk = chunk[take:]
-            if chunk:
-                tail += chunk
-                if len(tail) > 2 * half:
-                    del tail[:-half]
+            keep(chunk)
         if not timed_out:   # the output is closed: let the shell finish
             try:
                 proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 timed_out = True
+    except KeyboardInterrupt:
+        # Ctrl-C: stop the whole group (SIGINT first, as a terminal would send
+        # it, then SIGKILL), keep what it printed meanwhile, and say so. A
+        # second Ctrl-C must not cut this short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        seconds = time.monotonic() - started
+        _kill_group(proc, signal.SIGINT)
+        end = time.monotonic() + STOP_GRACE
+        while (now := time.monotonic()) < end and sel.get_map() and sel.select(end - now):
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                break
+            keep(chunk)
+        raise Interrupted(cap_bytes(bytes(head), bytes(tail), total), seconds) from None
     finally:
         sel.close()
         _kill_group(proc)   # on timeout, Ctrl-C, or what the shell left running

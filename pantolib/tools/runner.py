@@ -6,6 +6,7 @@ else by the live display (a header line, an edit's diff); then its result
 line, call and outcome together.
 """
 import sys
+import time
 
 from pantolib import entries, tools
 from pantolib.tools import show
@@ -63,9 +64,10 @@ class Display:
 def answer(session, approver, display, cwd=None, timeout=None):
     """The user entry answering the leaf's tool uses, or None when nothing waits.
 
-    Ctrl-C while a call runs (or is being confirmed) still returns the entry:
-    the interrupted call and the ones after it are answered as not run, and
-    `interrupted` is set on the result so the caller can stop there.
+    Ctrl-C while a call runs still returns the entry: the interrupted call is
+    answered `interrupted after N s` with its output so far, never "not run"
+    (it ran); Ctrl-C at its question declines it. The calls after it are
+    answered as not run, and `interrupted` is set so the caller stops there.
     """
     uses = session.unanswered_tool_uses()
     if not uses:
@@ -96,18 +98,44 @@ def _one(use, approver, display, cwd, timeout):
     if problem:   # nothing to confirm: it cannot run
         display.refused(use, args, problem, False)
         return problem, True, False
-    running = False
+    started = done = asked = None
     try:
         ok, why, asked = approver.decide(use, args, cwd)
         if not ok:
             display.refused(use, args, why, asked)
             return why, True, False
         display.before(use, args, asked)
-        running = True
-        content, err = tools.run(name, use.get("input"), cwd=cwd, timeout=timeout)
+        started = time.monotonic()
+        content, err = done = tools.run(name, use.get("input"), cwd=cwd, timeout=timeout)
         display.after(use, args, content, err, asked)
         return content, err, False
-    except KeyboardInterrupt:
-        if running:
-            return "interrupted by the user (Ctrl-C); the call was stopped", True, True
-        return "not run: the user pressed Ctrl-C at the confirmation", True, True
+    except KeyboardInterrupt as e:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)     # the results are written whatever comes next
+        if done is not None:    # it had finished: its own result
+            return done[0], done[1], True
+        if started is None:     # at its question (or deciding), or just before it started
+            return (DECLINED if asked is None else "not run: Ctrl-C came before it started"), True, True
+        content = interrupted(e, time.monotonic() - started)
+        try:
+            display.after(use, args, content, True, asked)
+        except (OSError, ValueError):
+            pass
+        return content, True, True
+
+
+DECLINED = "not run: declined (Ctrl-C at the confirmation)"
+
+
+def interrupted(e, seconds):
+    """The result of a call stopped by Ctrl-C: `interrupted after N s`, then
+    what it printed so far (capped, keys hidden)."""
+    from pantolib.tools.common import CAP, cap_text, redact, secrets
+
+    seconds = getattr(e, "seconds", seconds)
+    output = getattr(e, "output", None)
+    text = f"interrupted after {seconds:.1f} s (Ctrl-C: the call was stopped)"
+    if output:
+        text += "\n" + redact(cap_text(output, CAP + 1024), secrets())
+    return text

@@ -369,3 +369,24 @@ def test_an_error_line_is_one_visible_line_without_keys(isolated, srv):
     err = p.stderr.decode()
     assert err.count("\n") == 1 and err.startswith("panto-send: ")
     assert "\x1b" not in err and "\x07" not in err and KEY not in err and "sk-other0123456789abcdefXYZ" not in err
+
+
+def test_cost_on_a_terminal_shows_model_names_without_acting_on_it(isolated, tmp_path):
+    """Model names come from the file: neutralized in the table, and written
+    as \\u escapes in --json when stdout is a terminal (still valid JSON)."""
+    import shutil
+
+    from test_tree import EVIL, RAW, on_a_terminal
+
+    rows = [orjson.loads(x) for x in base(isolated)]
+    rows[2]["message"]["model"] = "gpt " + EVIL
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    piped = run(["panto-cost", "--json", "--prices", os.devnull, str(f)])
+    assert piped.returncode == 0, piped.stderr
+    assert "\x9b".encode() in piped.stdout
+    shown = on_a_terminal([shutil.which("panto-cost"), "--json", "--prices", os.devnull, str(f)])
+    assert not any(c in shown for c in RAW), shown
+    assert orjson.loads(shown.replace(b"\r\n", b"\n")) == orjson.loads(piped.stdout)
+    table = on_a_terminal([shutil.which("panto-cost"), "--prices", os.devnull, str(f)])
+    assert not any(c in table for c in RAW) and b"gpt 8-bit CSI \\x9b2J" in table, table

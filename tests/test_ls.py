@@ -565,3 +565,20 @@ def test_a_cache_that_makes_no_sense_is_rebuilt(isolated):
         r = ls()
         assert rows(r)[0][3] == "4 messages", bad
         assert r.stderr == b""
+
+
+def test_json_on_a_terminal_escapes_what_could_act_on_it(isolated):
+    """Titles, prompts and directories come from files: on a terminal --json
+    writes controls, C1 and bidi characters as \\u escapes (valid JSON, the
+    same values); a pipe gets them as they are."""
+    from test_tree import EVIL, RAW, on_a_terminal
+
+    make(isolated, A, prompt="prompt " + EVIL)
+    piped = ls("--json").stdout
+    assert "\x9b".encode() in piped and "\u202e".encode() in piped
+    shown = on_a_terminal([shutil.which("panto-ls"), "--json"])
+    assert not any(c in shown for c in RAW), shown
+    got = [orjson.loads(x) for x in shown.replace(b"\r\n", b"\n").splitlines()]
+    assert got == as_json(ls("--json")) and got[0]["firstPrompt"].startswith("prompt 8-bit CSI \x9b2J")
+    table = on_a_terminal([shutil.which("panto-ls")])
+    assert not any(c in table for c in RAW) and b"\\x9b2J" in table and b"<U+202E>" in table

@@ -342,6 +342,21 @@ def test_tool_arguments_too_deep_to_send_are_sent_as_an_empty_object(isolated, s
     assert sent == [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}}]
 
 
+@pytest.mark.parametrize("raw,deep", [
+    (b'{"a":' + deep_list(1025) + b"}\n", True),
+    ('{"t":"漢字 \\"[[","a":'.encode() * 600 + deep_list(500) + b"}" * 600 + b"\n", True),   # depth in characters
+    (b'{"a":' + deep_list(1000) + b"}\n", False),                          # orjson reads it
+    (b'{"a":' + b"[" * 2000 + b"]" * 1999 + b"}\n", False),                 # a bracket short: cut
+    (b'{"a":"' + b"[" * 2000 + b'","b":"\\q"}\n', False),                # brackets in a string, a bad escape
+    (deep_list(2000) + b"\n", False),                                       # not an object
+])
+def test_too_deep_is_a_complete_object_refused_only_for_its_depth(raw, deep):
+    from pantolib import stream
+
+    assert stream.too_deep(raw) is deep
+    assert stream.torn(raw) is (not deep and stream.loads(raw) is None)
+
+
 # -- what reaches the terminal -------------------------------------------------------------------
 
 EVIL = "rm -rf ~/x # \r\x1b[2K  echo hello \x1b]52;c;ZXZpbA==\x07\x1b]0;owned\x07\x9b2J \u202e txt.exe\n\tok"

@@ -122,8 +122,9 @@ def too_deep(raw):
     except orjson.JSONDecodeError as e:
         pos = e.pos                                    # in characters, not bytes
     text = raw.decode("utf-8", "surrogateescape")
-    # refused at an opening bracket more than READ_DEPTH levels down, or for something else
-    if text[pos:pos + 1] not in ("[", "{") or _depth(_STRING.sub("", text[:pos])) <= READ_DEPTH:
+    head = text[:pos].rstrip()
+    # refused just after an opening bracket more than READ_DEPTH levels down, or for something else
+    if head[-1:] not in ("[", "{") or _depth(_STRING.sub("", head)) <= READ_DEPTH:
         return False
     rest = _STRING.sub("", text)
     return '"' not in rest and _depth(rest) == 0

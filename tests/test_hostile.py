@@ -344,6 +344,7 @@ def test_tool_arguments_too_deep_to_send_are_sent_as_an_empty_object(isolated, s
 
 @pytest.mark.parametrize("raw,deep", [
     (b'{"a":' + deep_list(1025) + b"}\n", True),
+    (b'{"a":' + b'{ "a" :\t' * 2000 + b"1" + b"}" * 2001 + b"\n", True),       # objects, spaced
     ('{"t":"漢字 \\"[[","a":'.encode() * 600 + deep_list(500) + b"}" * 600 + b"\n", True),   # depth in characters
     (b'{"a":' + deep_list(1000) + b"}\n", False),                          # orjson reads it
     (b'{"a":' + b"[" * 2000 + b"]" * 1999 + b"}\n", False),                 # a bracket short: cut

@@ -123,6 +123,9 @@ def _configure(opts, session, out, out_lines, unstamped):
     return provider, options, key_var, keys
 
 
+EXIT_WAIT = 2.0   # seconds an exit waits for the network thread's imports
+
+
 class _Network:
     """pantolib.http (httpx: ~100 ms) imported in a thread while the main
     thread reads the input, and, once the base URL is known to be https, the
@@ -145,9 +148,10 @@ class _Network:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         # An exit while the thread is still importing (bad input found before
-        # any request) must wait for it: the interpreter tearing down under an
-        # import in a daemon thread crashes (SIGSEGV, about 1 run in 12 under load).
-        atexit.register(self.join)
+        # any request) waits for it: the interpreter tearing down under an
+        # import in a daemon thread crashes (SIGSEGV, about 1 run in 12 under
+        # load). Not forever: after a Ctrl-C the import lock may never come free.
+        atexit.register(self.join, EXIT_WAIT)
 
     def _run(self):
         try:
@@ -163,9 +167,9 @@ class _Network:
         self._url = url
         self._known.set()
 
-    def join(self):
+    def join(self, timeout=None):
         self._known.set()
-        self._thread.join()
+        self._thread.join(timeout)
 
 
 class _sigint_held:

@@ -358,6 +358,19 @@ def _forms(ch):
     return sorted(out)
 
 
+def _not_utf8(text):
+    """--grep TEXT that is not UTF-8 (bytes the shell passed as they were):
+    session text is UTF-8, so nothing could match; a usage error that shows
+    the bytes."""
+    from pantolib.errors import UsageError
+
+    raw = os.fsencode(text)
+    shown = "".join(chr(b) if 0x20 <= b < 0x7f and b != 0x5c else f"\\x{b:02x}" for b in raw[:40])
+    more = "…" if len(raw) > 40 else ""
+    return UsageError(f"--grep TEXT is not valid UTF-8 ('{shown}{more}'): session text is UTF-8, "
+                      f"so it could match nothing (check the shell's quoting or the terminal's encoding)")
+
+
 class Needle:
     """TEXT as panto writes it in a session file, for a case-insensitive search.
 
@@ -368,19 +381,30 @@ class Needle:
     """
 
     def __init__(self, text):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _not_utf8(text) from None
         self.text = text
         self.folded = text.lower()
         forms = [_forms(ch) for ch in text]
-        # the piece of the text with the most bytes whose spellings are few
+        # The piece of the text with the most bytes whose spellings are few:
+        # a window [i, j) slid along the text, each end moving forwards only
+        # (linear in the text's length, however long).
         best, best_len = (0, 0), -1
+        j, n, size = 0, 1, 0        # the window [i, j): its spellings and bytes
         for i in range(len(forms)):
-            n, j = 1, i
+            if j < i:
+                j, n, size = i, 1, 0
             while j < len(forms) and n * len(forms[j]) <= MAX_VARIANTS:
                 n *= len(forms[j])
+                size += len(forms[j][0])
                 j += 1
-            size = sum(len(f[0]) for f in forms[i:j])
             if size > best_len:
                 best, best_len = (i, j), size
+            if j > i:                # forms[i] leaves the window
+                n //= len(forms[i])
+                size -= len(forms[i][0])
         variants = [b""]
         for f in forms[best[0]:best[1]]:
             variants = [v + x for v in variants for x in f]

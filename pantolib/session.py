@@ -103,8 +103,10 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
                 why = "not valid JSON"
             elif type(obj) is not dict:
                 why = "not a JSON object"
-        if why is None:
+        if why is None or (obj is _INVALID and stream.too_deep(raw)):
             try:
+                if why is not None:              # complete, but too deep to read: not torn
+                    raise ValueError(stream.DEEP)
                 kind = classify(obj)
             except ValueError as e:
                 if r.header is None:
@@ -466,7 +468,7 @@ class Writer:
         with open(self.fd, "rb", closefd=False) as f:     # the same entry written differently?
             f.seek(offset)
             theirs = stream.loads(f.readline())
-        if theirs != orjson.loads(data):
+        if not stream.same(theirs, orjson.loads(data)):
             self.warn(f"entry {entry_id} is already in '{self.path}' with different content; "
                       f"kept the file's")
 

@@ -11,7 +11,18 @@ it: `loads` (a complete JSON object or None), `torn` (what a crash can leave),
 `is_compaction`, `is_partial` / `omitted_ids` (a stream that is not the
 complete session says so in its header), and for the fast byte scanners
 `ASSISTANT_MARK` / `may_be_assistant` and `COMPACTION_MARK`.
+
+Nesting: panto reads a line nested up to READ_DEPTH levels (orjson's reader
+stops there) and writes one nested up to WRITE_DEPTH (orjson's writer stops
+there). A complete object nested deeper than READ_DEPTH is no crash
+artifact: it breaks the schema (`DEEP`), reported FILE:LINE wherever it is,
+never cut as a torn tail (`too_deep`). A valid line deeper than WRITE_DEPTH
+is kept byte for byte like any other; only a bare entry, which is written
+anew when it is completed, must be writable (`parse_line` says so at its
+line). Nothing here recurses, so no depth reaches Python's recursion limit.
 """
+import re
+
 import orjson
 
 from pantolib.errors import SessionError
@@ -39,6 +50,13 @@ class Line:
 
     def __init__(self, raw, obj, kind, lineno=0):
         self.raw, self.obj, self.kind, self.lineno = raw, obj, kind, lineno
+
+
+READ_DEPTH = 1024      # the deepest nesting orjson reads
+WRITE_DEPTH = 254      # ... and writes
+DEEP = f"nested more than {READ_DEPTH} levels deep (panto reads JSON nested at most {READ_DEPTH} levels)"
+UNWRITABLE = (f"a bare entry nested more than {WRITE_DEPTH} levels deep cannot be completed "
+              f"(panto writes JSON nested at most {WRITE_DEPTH} levels)")
 
 
 def dumps(obj):
@@ -76,8 +94,41 @@ def loads(raw):
 def torn(raw):
     """Could this line be a write cut short by a crash? A line without its
     line feed, or one that is not a complete JSON object. (Only at the end of
-    a file is it torn; with valid lines after it, it is a bad line.)"""
-    return raw[-1:] != b"\n" or loads(raw) is None
+    a file is it torn; with valid lines after it, it is a bad line.) A
+    complete object nested too deeply to read is not torn (`too_deep`)."""
+    return raw[-1:] != b"\n" or (loads(raw) is None and not too_deep(raw))
+
+
+# A JSON string: its quotes and everything between (escapes taken whole).
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"', re.S)
+
+
+def _depth(structure):
+    """Opening minus closing brackets of JSON text without its strings."""
+    return structure.count("[") + structure.count("{") - structure.count("]") - structure.count("}")
+
+
+def too_deep(raw):
+    """A line that is a complete JSON object which orjson refused only for
+    its nesting (deeper than READ_DEPTH): a schema problem (DEEP), not a
+    torn write. Linear in the line, at C speed; a line orjson reads is never
+    too deep. A cut-short line is not complete (its brackets do not close),
+    so it stays torn."""
+    raw = bytes(raw).strip()
+    if raw[:1] != b"{" or raw[-1:] != b"}" or raw.count(b"[") + raw.count(b"{") <= READ_DEPTH:
+        return False
+    try:
+        orjson.loads(raw)
+        return False
+    except orjson.JSONDecodeError as e:
+        pos = e.pos                                    # in characters, not bytes
+    text = raw.decode("utf-8", "surrogateescape")
+    head = text[:pos].rstrip()
+    # refused just after an opening bracket more than READ_DEPTH levels down, or for something else
+    if head[-1:] not in ("[", "{") or _depth(_STRING.sub("", head)) <= READ_DEPTH:
+        return False
+    rest = _STRING.sub("", text)
+    return '"' not in rest and _depth(rest) == 0
 
 
 def problem(obj):
@@ -145,6 +196,14 @@ def is_compaction(obj):
     return type(obj) is dict and obj.get("type") == "compaction"
 
 
+def _quoted(value, limit=40):
+    """A value from the input, as an error message may quote it: a short
+    string in quotes, anything else by its type (never a recursive repr)."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= limit else value[:limit] + "…")
+    return f"of type {type(value).__name__}"
+
+
 def _str(obj, key, what):
     v = obj.get(key)
     if not isinstance(v, str):
@@ -168,7 +227,7 @@ def check_message(msg):
         raise ValueError("'message' is not an object")
     role = msg.get("role")
     if role not in ROLES:
-        raise ValueError("message 'role' is missing" if role is None else f"unknown message role {role!r}")
+        raise ValueError("message 'role' is missing" if role is None else f"unknown message role {_quoted(role)}")
     content = msg.get("content")
     if not isinstance(content, list):
         raise ValueError("message 'content' is not a list")
@@ -264,12 +323,46 @@ def parse_line(raw, name="<stdin>", lineno=0):
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
-        raise SessionError(f"not valid JSON ({e.args[0].split(':')[0]})", name, lineno) from None
+        why = DEEP if too_deep(raw) else f"not valid JSON ({e.args[0].split(':')[0]})"
+        raise SessionError(why, name, lineno) from None
     try:
         kind = classify(obj)
     except ValueError as e:
         raise SessionError(str(e), name, lineno) from None
+    if kind == BARE and not writable(obj):
+        raise SessionError(UNWRITABLE, name, lineno)
     return Line(raw, obj, kind, lineno)
+
+
+def same(a, b):
+    """a == b for parsed JSON at any depth (Python's == recurses, and raises
+    RecursionError about 1000 levels down)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if type(x) is dict:
+            if type(y) is not dict or x.keys() != y.keys():
+                return False
+            stack.extend((v, y[k]) for k, v in x.items())
+        elif type(x) is list:
+            if type(y) is not list or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif type(y) in (dict, list) or x != y:
+            return False
+    return True
+
+
+def writable(obj, inside=0):
+    """Can panto write this object (not nested deeper than WRITE_DEPTH), even
+    `inside` levels down in a larger document (a request body)?"""
+    for _ in range(inside):
+        obj = [obj]
+    try:
+        orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        return False
+    return True
 
 
 def read(f, name="<stdin>"):

@@ -38,6 +38,22 @@ def visible_line(text):
     return visible(text).replace("\n", " ").replace("\t", " ")
 
 
+def _escaped(m):
+    return f"\\u{ord(m.group()):04x}"
+
+
+def visible_json(data):
+    """JSON text (UTF-8 bytes, as orjson writes it) for a terminal: every
+    character visible() would show is written as a \\u escape instead
+    (U+009B as \\u009b, U+202E as \\u202e), so the JSON stays valid and
+    means the same. Line feeds between JSON lines are kept (inside strings
+    orjson escapes them already)."""
+    text = data.decode("utf-8", "replace")
+    if not _UNSAFE.search(text):
+        return data
+    return _UNSAFE.sub(_escaped, text).encode("utf-8")
+
+
 def no_color(env=None):
     """NO_COLOR set to anything but the empty string (no-color.org)."""
     env = os.environ if env is None else env

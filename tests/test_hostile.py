@@ -42,9 +42,13 @@ TORN = {
     "lone surrogate": b'{"type":"message","id":"c0000001","parentId":null,"timestamp":"t","message":'
                       b'{"role":"user","content":[{"type":"text","text":"\\ud800"}]}}\n',
     "1e400": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","n":1e400}\n',
-    "nesting 1100": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","a":'
-                    + b"[" * 1100 + b"]" * 1100 + b"}\n",
     "not an object": b"[1,2,3]\n",
+    # a bare JSON value nested deeply is not an object either, whatever the depth
+    "bare value 1000 deep": b"[" * 1000 + b"]" * 1000 + b"\n",
+    "bare value 100000 deep": b"[" * 100_000 + b"]" * 100_000 + b"\n",
+    # a deep object cut short: its brackets never close
+    "100000 deep cut short": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","a":'
+                             + b"[" * 100_000 + b"]" * 5000 + b"\n",
     "null": b"null\n",
     "NUL bytes": b"\0\0\0\0\0\0\n",
     "invalid UTF-8": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","x":"\xff\xfe"}\n',
@@ -55,7 +59,20 @@ SCHEMA = {
     "message without role": b'{"type":"message","id":"c0000001","parentId":null,"timestamp":"t",'
                             b'"message":{"content":[]}}\n',
     "id a number": b'{"type":"message","id":7,"parentId":null,"timestamp":"t","message":{"role":"user","content":[]}}\n',
+    # complete objects nested deeper than panto reads (1024 levels): reported, never cut
+    "nesting 1100": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","a":'
+                    + b"[" * 1100 + b"]" * 1100 + b"}\n",
+    "message 100000 deep": b'{"type":"message","id":"c0000001","parentId":null,"timestamp":"t","message":'
+                           b'{"role":"user","content":[{"type":"text","text":"deep","x":'
+                           + b'{"a":' * 100_000 + b"1" + b"}" * 100_000 + b'}]}}\n',
+    # readable, but what is wrong with it must be said without a recursive repr
+    "role 1000 deep": b'{"type":"message","id":"c0000001","parentId":null,"timestamp":"t","message":'
+                      b'{"role":' + b"[" * 1000 + b"]" * 1000 + b',"content":[]}}\n',
 }
+# what the deep ones are told (where the command says what is wrong with the line)
+DEEP_SCHEMA = {"nesting 1100": "nested more than 1024 levels deep",
+               "message 100000 deep": "nested more than 1024 levels deep",
+               "role 1000 deep": "unknown message role of type list"}
 CASES = [(name, "torn") for name in TORN] + [(name, "schema") for name in SCHEMA]
 WHERE = ["first", "middle", "last"]
 
@@ -90,7 +107,13 @@ EXPECTED = {
     "cost": {"first": (1, "same"), "middle": (0, "same"), "last": (0, "same")},
     # panto-send reads a stream, which is never repaired: any bad line is an error
     "send": {"first": (1, "same"), "middle": (1, "same"), "last": (1, "same")},
+    # and so does panto-tool
+    "tool": {"first": (1, "same"), "middle": (1, "same"), "last": (1, "same")},
+    # show and tree read a file without repairing it: a torn tail is left out with a note
+    "show": {"first": (1, "same"), "middle": (1, "same"), "last": {"torn": (0, "same"), "schema": (1, "same")}},
+    "tree": {"first": (1, "same"), "middle": (1, "same"), "last": {"torn": (0, "same"), "schema": (1, "same")}},
 }
+STDIN = ("send", "tool")          # the commands that read the session as a stream
 
 
 def expected(command, where, kind):
@@ -125,6 +148,9 @@ def test_every_reader_on_the_same_hostile_line(isolated, srv, command, name, kin
         "ls": (["panto-ls"], b""),
         "cost": (["panto-cost", f], b""),
         "send": (["panto-send", "-p", "openai", "-m", "gpt-4o", "go on"], data),
+        "tool": (["panto-tool"], data),
+        "show": (["panto-log", "show", f], b""),
+        "tree": (["panto-log", "tree", f], b""),
     }[command]
     p = run(argv, input=stdin, env=env)
     err = p.stderr.decode("utf-8", "replace")
@@ -146,7 +172,9 @@ def test_every_reader_on_the_same_hostile_line(isolated, srv, command, name, kin
     if status == 1:
         assert p.stdout in (b"", ) or command == "send", p.stdout
         if where != "first":
-            assert f"{f if command != 'send' else '<stdin>'}:{lineno}: " in err, err
+            assert f"{f if command not in STDIN else '<stdin>'}:{lineno}: " in err, err
+    if kind == "schema" and name in DEEP_SCHEMA and not (command in ("ls", "cost") or status == 0):
+        assert DEEP_SCHEMA[name] in err, err                   # says what is wrong, at that line
     if command == "skip-bad" and status == 0:
         assert p.stdout == whole                     # the session without the bad line
     if command == "ls":
@@ -173,6 +201,9 @@ def test_a_version_2_header_is_refused_by_every_reader(isolated, srv, command):
         "ls": (["panto-ls"], b""),
         "cost": (["panto-cost", f], b""),
         "send": (["panto-send", "-p", "openai", "hi"], data),
+        "tool": (["panto-tool"], data),
+        "show": (["panto-log", "show", f], b""),
+        "tree": (["panto-log", "tree", f], b""),
     }[command]
     p = run(argv, input=stdin, env=env)
     err = p.stderr.decode()
@@ -183,6 +214,148 @@ def test_a_version_2_header_is_refused_by_every_reader(isolated, srv, command):
     else:
         assert p.returncode == 1 and p.stdout == b"", err
         assert "version 2" in err or "no sessions" in err, err
+
+
+# -- deep nesting that panto can read ------------------------------------------------------------
+
+def deep_list(n):
+    return b"[" * n + b"]" * n
+
+
+def deep_note(n, eid="0000cccc"):
+    return (b'{"type":"note","id":"' + eid.encode() + b'","parentId":"0000bbbb","timestamp":"2026-04-25T17:40:18.000Z","a":'
+            + deep_list(n) + b"}\n")
+
+
+@pytest.mark.parametrize("command", ["replay", "append", "skip-bad", "ls", "cost", "send", "tool", "show", "tree"])
+def test_a_valid_entry_nested_1000_deep_is_kept_by_every_reader(isolated, srv, command):
+    """Within what orjson reads (1024 levels) a deep entry is a valid line:
+    passed on byte for byte, never re-encoded (orjson writes only 254)."""
+    good = base(isolated)
+    deep_msg = (b'{"type":"message","id":"0000dddd","parentId":"0000cccc","timestamp":"2026-04-25T17:40:19.000Z",'
+                b'"message":{"role":"user","content":[{"type":"text","text":"deep","x":' + deep_list(1000) + b'}]}}\n')
+    data = b"".join(good) + deep_note(1000) + deep_msg
+    d = paths.session_dir(str(isolated))
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    f = os.path.join(d, SID + ".jsonl")
+    with open(f, "wb") as fh:
+        fh.write(data)
+    write_prices(isolated)
+    new = b'{"type":"message","message":{"role":"user","content":[{"type":"text","text":"more"}]}}\n'
+    env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY)
+    argv, stdin = {
+        "replay": (["panto-log", "replay", f], b""),
+        "append": (["panto-log", "append", f], data + new),
+        "skip-bad": (["panto-log", "replay", "--skip-bad", f], b""),
+        "ls": (["panto-ls"], b""),
+        "cost": (["panto-cost", f], b""),
+        "send": (["panto-send", "-p", "openai", "-m", "gpt-4o", "go on"], data),
+        "tool": (["panto-tool"], data),
+        "show": (["panto-log", "show", "--all", f], b""),
+        "tree": (["panto-log", "tree", f], b""),
+    }[command]
+    p = run(argv, input=stdin, env=env)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode == 0, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    now = open(f, "rb").read()
+    if command == "append":
+        assert now.startswith(data) and b'"more"' in now[len(data):]
+    else:
+        assert now == data
+    if command in ("replay", "skip-bad", "tool"):
+        assert p.stdout == data
+    if command in ("append", "send"):
+        assert p.stdout.startswith(data)                   # the deep lines byte for byte
+    if command == "ls":
+        assert SID[:8].encode() in p.stdout
+    if command == "cost":
+        assert b"gpt-4o" in p.stdout
+    if command == "tree":
+        assert p.stdout.count(b"\n") == 4 and b"0000dddd*\tuser\t" in p.stdout
+
+
+def write_prices(cwd):
+    d = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "models.toml"), "w") as fh:
+        fh.write('[openai.gpt-4o]\ninput = 2.5\noutput = 10.0\n')
+
+
+@pytest.mark.parametrize("depth", [1000, 100_000])
+@pytest.mark.parametrize("command", ["append", "send"])
+def test_a_bare_entry_too_deep_to_write_is_refused_at_its_line(isolated, srv, command, depth):
+    """A bare entry is written anew when it is completed; one nested deeper
+    than panto writes (254 levels) is refused at its line, and the lines
+    before it are still passed on."""
+    good = base(isolated)
+    bare = (b'{"type":"message","message":{"role":"user","content":[{"type":"text","text":"deep","x":'
+            + deep_list(depth) + b'}]}}\n')
+    data = b"".join(good) + bare
+    f = isolated / "s.jsonl"
+    env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY)
+    argv = {"append": ["panto-log", "append", str(f)], "send": ["panto-send", "-p", "openai", "-m", "gpt-4o"]}[command]
+    p = run(argv, input=data, env=env)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode == 1 and "Traceback" not in err and len(err.splitlines()) == 1, err
+    why = "cannot be completed" if depth == 1000 else "nested more than 1024 levels deep"
+    assert err.startswith(f"{argv[0]}: <stdin>:4: ") and why in err, err
+    assert not f.exists() or f.read_bytes() == b"".join(good)      # the lines before it, nothing more
+    shallow = bare.replace(deep_list(depth), deep_list(200))     # what panto can write is completed
+    p = run(argv, input=b"".join(good) + shallow, env=env)
+    assert p.returncode == 0, p.stderr
+    assert b'"text":"deep"' in p.stdout
+
+
+def test_an_entry_already_in_the_file_compared_at_any_depth(isolated, tmp_path):
+    """The same id written differently: compared without Python's recursion."""
+    good = base(isolated)
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b"".join(good) + deep_note(1000))
+    same = deep_note(1000).replace(b'"a":', b'"a": ')           # other bytes, same content
+    p = run(["panto-log", "append", str(f)], input=b"".join(good) + same)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    other = deep_note(1000).replace(b"[]", b"[1]")
+    p = run(["panto-log", "append", str(f)], input=b"".join(good) + other)
+    assert p.returncode == 0, p.stderr
+    assert b"0000cccc is already in" in p.stderr and b"different content" in p.stderr
+    assert f.read_bytes() == b"".join(good) + deep_note(1000)
+
+
+@pytest.mark.parametrize("depth", [300, 1000])
+def test_tool_arguments_too_deep_to_send_are_sent_as_an_empty_object(isolated, srv, depth):
+    """Arguments panto cannot write inside a request body go as {}, like
+    arguments that are not valid JSON; the session keeps them as they were."""
+    args = '{"a":' * depth + "1" + "}" * depth
+    rows = [orjson.loads(x) for x in base(isolated)]
+    rows[2]["message"]["content"] = [{"type": "toolUse", "id": "toolu_1", "name": "bash", "input": args}]
+    rows.append({"type": "message", "id": "0000cccc", "parentId": "0000bbbb", "timestamp": "2026-04-25T17:40:18.000Z",
+                 "message": {"role": "user", "content": [{"type": "toolResult", "toolUseId": "toolu_1",
+                                                          "content": "ok"}]}})
+    data = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+    srv.push(S.anthropic_text("fine"))
+    env = dict(os.environ, ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=KEY)
+    p = run(["panto-send", "-p", "anthropic", "-m", "claude-sonnet-4-20250514"], input=data, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(data)
+    sent = [b for m in srv.requests[-1].body["messages"] for b in m["content"] if b.get("type") == "tool_use"]
+    assert sent == [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}}]
+
+
+@pytest.mark.parametrize("raw,deep", [
+    (b'{"a":' + deep_list(1025) + b"}\n", True),
+    (b'{"a":' + b'{ "a" :\t' * 2000 + b"1" + b"}" * 2001 + b"\n", True),       # objects, spaced
+    ('{"t":"漢字 \\"[[","a":'.encode() * 600 + deep_list(500) + b"}" * 600 + b"\n", True),   # depth in characters
+    (b'{"a":' + deep_list(1000) + b"}\n", False),                          # orjson reads it
+    (b'{"a":' + b"[" * 2000 + b"]" * 1999 + b"}\n", False),                 # a bracket short: cut
+    (b'{"a":"' + b"[" * 2000 + b'","b":"\\q"}\n', False),                # brackets in a string, a bad escape
+    (deep_list(2000) + b"\n", False),                                       # not an object
+])
+def test_too_deep_is_a_complete_object_refused_only_for_its_depth(raw, deep):
+    from pantolib import stream
+
+    assert stream.too_deep(raw) is deep
+    assert stream.torn(raw) is (not deep and stream.loads(raw) is None)
 
 
 # -- what reaches the terminal -------------------------------------------------------------------
@@ -212,3 +385,24 @@ def test_an_error_line_is_one_visible_line_without_keys(isolated, srv):
     err = p.stderr.decode()
     assert err.count("\n") == 1 and err.startswith("panto-send: ")
     assert "\x1b" not in err and "\x07" not in err and KEY not in err and "sk-other0123456789abcdefXYZ" not in err
+
+
+def test_cost_on_a_terminal_shows_model_names_without_acting_on_it(isolated, tmp_path):
+    """Model names come from the file: neutralized in the table, and written
+    as \\u escapes in --json when stdout is a terminal (still valid JSON)."""
+    import shutil
+
+    from test_tree import EVIL, RAW, on_a_terminal
+
+    rows = [orjson.loads(x) for x in base(isolated)]
+    rows[2]["message"]["model"] = "gpt " + EVIL
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    piped = run(["panto-cost", "--json", "--prices", os.devnull, str(f)])
+    assert piped.returncode == 0, piped.stderr
+    assert "\x9b".encode() in piped.stdout
+    shown = on_a_terminal([shutil.which("panto-cost"), "--json", "--prices", os.devnull, str(f)])
+    assert not any(c in shown for c in RAW), shown
+    assert orjson.loads(shown.replace(b"\r\n", b"\n")) == orjson.loads(piped.stdout)
+    table = on_a_terminal([shutil.which("panto-cost"), "--prices", os.devnull, str(f)])
+    assert not any(c in table for c in RAW) and b"gpt 8-bit CSI \\x9b2J" in table, table

@@ -610,7 +610,8 @@ BAD_LINES = {
     "cut short": b'{"type":"mess\n',
     "lone surrogate": b'{"type":"message","id":"b0000001","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"\\ud800"}]}}\n',
     "1e400": b'{"type":"message","id":"b0000001","parentId":null,"timestamp":"t","n":1e400,"message":{"role":"user","content":[]}}\n',
-    "deep nesting": b'{"type":"x","id":"b0000001","parentId":null,"timestamp":"t","a":' + b"[" * 1100 + b"]" * 1100 + b'}\n',
+    # cut short (a complete one is a schema problem: tests/test_hostile.py)
+    "deep nesting": b'{"type":"x","id":"b0000001","parentId":null,"timestamp":"t","a":' + b"[" * 1100 + b"]" * 1000 + b'\n',
     "not an object": b'[1, 2]\n',
     "null": b"null\n",
     "second header": header("/elsewhere"),

@@ -444,6 +444,89 @@ def test_grep_needs_text(isolated):
     assert_clean_error(run(["panto-ls", "--grep", ""]), 2, "panto-ls")
 
 
+@pytest.mark.parametrize("text,shown", [(b"\xff", "'\\xff'"), (b"caf\xe9", "'caf\\xe9'"),
+                                        (b"ok \xc3(", "'ok \\xc3('")])
+def test_grep_text_that_is_not_utf8_is_a_usage_error(isolated, text, shown):
+    """Session text is UTF-8: bytes that are not (a Latin-1 é from the shell)
+    could match nothing, so they are refused in one line that shows them."""
+    make(isolated, A, prompt="café \xff")
+    p = run(["panto-ls", "--grep", text])
+    assert_clean_error(p, 2, "panto-ls")
+    err = p.stderr.decode()
+    assert len(err.splitlines()) == 1 and "not valid UTF-8" in err and shown in err, err
+    assert p.stdout == b""
+
+
+def test_grep_finds_a_text_of_64k_characters(isolated):
+    long = "".join(f"Line {i} of the Café log, ÀÉÎ õü;\n" for i in range(2000))[:64_000]
+    assert len(long) == 64_000
+    make(isolated, A, extra=tool_turn("cccc000", "0000bbbb", "cat log", "before " + long.lower() + " after"))
+    make(isolated, B, extra=tool_turn("cccc000", "0000bbbb", "cat log", long[:-1] + "#"))
+    p = run(["panto-ls", "--json", "--grep", long], timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert [s["id"] for s in as_json(p)] == [A]
+
+
+def _old_window(forms, most):
+    """The piece of a needle the search looks for, found the slow way: from
+    every start, as far as the spellings allow (what Needle must agree with)."""
+    best, best_len = (0, 0), -1
+    for i in range(len(forms)):
+        n, j = 1, i
+        while j < len(forms) and n * len(forms[j]) <= most:
+            n *= len(forms[j])
+            j += 1
+        size = sum(len(f[0]) for f in forms[i:j])
+        if size > best_len:
+            best, best_len = (i, j), size
+    return best
+
+
+def test_needle_picks_the_same_piece_as_the_search_from_every_start():
+    import random
+
+    from pantolib import scan
+
+    rng = random.Random(7)
+    alphabet = "aZ 9\"\\\tßéÉσΣǅ漢"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40)))
+        forms = [scan._forms(ch) for ch in text]
+        i, j = _old_window(forms, scan.MAX_VARIANTS)
+        variants = [b""]
+        for f in forms[i:j]:
+            variants = [v + x for v in variants for x in f]
+        assert scan.Needle(text).literals == variants, text
+
+
+def test_needle_work_grows_linearly_with_the_text():
+    """Counted in lines of Python run (not in seconds: the machine may be busy):
+    16 times the text costs about 16 times the work, not 256 times."""
+    import sys
+
+    from pantolib import scan
+
+    def work(text):
+        count = [0]
+
+        def trace(frame, event, arg):
+            if frame.f_code.co_filename == scan.__file__:
+                count[0] += 1
+                return trace
+            return None
+
+        sys.settrace(trace)
+        try:
+            scan.Needle(text)
+        finally:
+            sys.settrace(None)
+        return count[0]
+
+    for piece in ("a", "aB", "aé"):                   # one spelling each, two, some of each
+        small, big = work(piece * 500), work(piece * 8000)
+        assert big < 20 * small, (piece, small, big)
+
+
 def test_sessions_of_hand_written_layouts_are_read_line_by_line(isolated):
     """A line that panto-log append echoed byte for byte from a tool that spaces its JSON."""
     spaced = (b'{"type": "message", "id": "5a5a5a5a", "parentId": "0000bbbb", "timestamp": "2026-04-25T17:40:16.000Z", '
@@ -482,3 +565,20 @@ def test_a_cache_that_makes_no_sense_is_rebuilt(isolated):
         r = ls()
         assert rows(r)[0][3] == "4 messages", bad
         assert r.stderr == b""
+
+
+def test_json_on_a_terminal_escapes_what_could_act_on_it(isolated):
+    """Titles, prompts and directories come from files: on a terminal --json
+    writes controls, C1 and bidi characters as \\u escapes (valid JSON, the
+    same values); a pipe gets them as they are."""
+    from test_tree import EVIL, RAW, on_a_terminal
+
+    make(isolated, A, prompt="prompt " + EVIL)
+    piped = ls("--json").stdout
+    assert "\x9b".encode() in piped and "\u202e".encode() in piped
+    shown = on_a_terminal([shutil.which("panto-ls"), "--json"])
+    assert not any(c in shown for c in RAW), shown
+    got = [orjson.loads(x) for x in shown.replace(b"\r\n", b"\n").splitlines()]
+    assert got == as_json(ls("--json")) and got[0]["firstPrompt"].startswith("prompt 8-bit CSI \x9b2J")
+    table = on_a_terminal([shutil.which("panto-ls")])
+    assert not any(c in table for c in RAW) and b"\\x9b2J" in table and b"<U+202E>" in table

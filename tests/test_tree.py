@@ -1,7 +1,10 @@
 """Branches (SPEC §4.1): replay --at, tree and name, on a session built
 through the real pipeline against the scripted server."""
 import os
+import pty
+import shutil
 import subprocess
+import sys
 
 import orjson
 import pytest
@@ -220,3 +223,114 @@ def test_tree_of_a_stream_on_stdin_is_the_tree_of_the_file(branched):
     assert from_file.returncode == from_stdin.returncode == 0
     assert from_stdin.stdout == from_file.stdout and from_file.stdout.count(b"\n") == 9
     assert open(path, "rb").read() == data
+
+
+# -- hostile trees: deep forks, long text, text that could act on a terminal -----------------------
+
+HEAD = {"type": "session", "version": 1, "id": "0199aaaa-bbbb-7ccc-8ddd-000000000001",
+        "timestamp": "2026-04-25T17:40:15.990Z", "cwd": "/x"}
+
+
+def message(eid, parent, text, role="user"):
+    return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:16.000Z",
+            "message": {"role": role, "content": [{"type": "text", "text": text}]}}
+
+
+def staircase(depth):
+    """Entries whose forks go `depth` levels deep: each level's second child
+    forks again (2 entries a level)."""
+    rows, parent = [message("r0000000", None, "root")], "r0000000"
+    for i in range(1, depth + 1):
+        rows.append(message(f"a{i:07d}", parent, f"first child {i}"))
+        rows.append(message(f"b{i:07d}", parent, f"fork {i}"))
+        parent = f"b{i:07d}"
+    return rows
+
+
+def write_rows(path, rows):
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [HEAD] + rows))
+    return str(path)
+
+
+def test_tree_indentation_stops_growing_and_shows_the_depth_as_a_number(isolated, tmp_path):
+    """Two spaces a level up to 10 levels, then the depth as [N]: output
+    linear in the file (a staircase made it grow with the square of the depth)."""
+    depth = 3000
+    f = write_rows(tmp_path / "s.jsonl", staircase(depth))
+    p = run(["panto-log", "tree", f])
+    assert p.returncode == 0, p.stderr
+    rows = [r.split("\t") for r in p.stdout.decode().splitlines()]
+    assert len(rows) == 2 * depth + 1 and all(len(r) == 4 for r in rows)
+    assert max(len(line) for line in p.stdout.splitlines()) < 120
+    assert len(p.stdout) < 100 * len(rows)
+    cells = {r[0].rstrip("*"): r[1] for r in rows}
+    assert cells["b0000001"] == "  user" and cells["b0000010"] == "  " * 10 + "user"
+    assert cells["b0000011"] == "  " * 10 + "[11] user"
+    assert cells[f"b{depth:07d}"] == "  " * 10 + f"[{depth}] user"
+    assert cells[f"a{depth:07d}"] == "  " * 10 + f"[{depth - 1}] user"      # a first child keeps its depth
+    got = {g["id"]: g["depth"] for g in lines(run(["panto-log", "tree", "--json", f]).stdout)}
+    assert got[f"b{depth:07d}"] == depth and got["b0000011"] == 11            # --json: the number as it is
+
+
+def test_tree_memory_is_the_tree_not_the_text(isolated, tmp_path):
+    """Each entry's line is read again when it is printed: a 60 MB session of
+    long one-line texts is shown in far less memory than its text."""
+    big = "x" * (200 << 10)
+    rows, parent = [], None
+    for i in range(300):
+        rows.append(message(f"{i:08d}", parent, f"{i} " + big))
+        parent = f"{i:08d}"
+    f = write_rows(tmp_path / "s.jsonl", rows)
+    probe = ("import resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    for args in (["tree", f], ["tree", "--json", f], ["tree", "-"]):
+        with open(f, "rb") as stdin:
+            out = subprocess.run([sys.executable, "-c", probe, shutil.which("panto-log"), *args],
+                                 stdin=stdin, capture_output=True, timeout=120).stdout.split()
+        status, kib = int(out[0]), int(out[1])
+        assert status == 0
+        assert kib < 45 << 10, (args, kib)           # the text alone is 60 MB
+
+
+EVIL = "8-bit CSI \x9b2J, bidi \u202eexe.txt\u202c, isolate \u2066x\u2069, ESC \x1b]0;title\x07, DEL \x7f"
+
+
+def on_a_terminal(argv):
+    """Run argv with its stdout on a pseudo-terminal; what the terminal got."""
+    leader, follower = pty.openpty()
+    try:
+        p = subprocess.Popen(argv, stdout=follower, stderr=subprocess.PIPE)
+        os.close(follower)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:                          # EIO: the writer closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        assert p.wait(30) == 0, p.stderr.read()
+    finally:
+        os.close(leader)
+    return out
+
+
+RAW = [c.encode() for c in "\x9b\u202e\u202c\u2066\u2069\x1b\x07\x7f"]
+
+
+def test_tree_json_on_a_terminal_escapes_what_could_act_on_it(isolated, tmp_path):
+    rows = [message("aaaaaaaa", None, EVIL), message("bbbbbbbb", "aaaaaaaa", "ok \u2028 " + EVIL, "assistant")]
+    f = write_rows(tmp_path / "s.jsonl", rows)
+    piped = run(["panto-log", "tree", "--json", f]).stdout
+    assert "\x9b".encode() in piped and "\u202e".encode() in piped      # a pipe gets orjson's JSON as it is
+    shown = on_a_terminal([shutil.which("panto-log"), "tree", "--json", f])
+    assert not any(c in shown for c in RAW), shown
+    assert b"\\u009b2J" in shown and b"\\u202eexe.txt\\u202c" in shown and b"\\u2028" in shown
+    got = [orjson.loads(x) for x in shown.replace(b"\r\n", b"\n").splitlines()]
+    assert got == lines(piped)                                           # the same JSON, still valid
+    assert got[0]["text"] == EVIL.split("\n")[0]
+    table = on_a_terminal([shutil.which("panto-log"), "tree", f])
+    assert not any(c in table for c in RAW), table
+    assert b"\\x9b2J" in table and b"<U+202E>exe.txt<U+202C>" in table

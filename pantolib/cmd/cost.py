@@ -21,6 +21,7 @@ Options:
   --version         Show the version.
 """
 import os
+import sys
 
 from pantolib import cli
 
@@ -74,7 +75,12 @@ def main(argv=None):
     total = pricing.as_dict(tally.rollup("total"))
     out = cli.stdout()
     if args["--json"]:
-        out.write(_json(tally, by, total))
+        data = _json(tally, by, total)
+        if sys.stdout.isatty():       # model and session names come from files
+            from pantolib.terminal import visible_json
+
+            data = visible_json(data)
+        out.write(data)
     else:
         out.write(_table(tally, by, total).encode("utf-8", "replace"))
     out.flush()

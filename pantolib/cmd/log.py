@@ -360,44 +360,142 @@ def _first_line(obj):
     return ""
 
 
+# Past this many levels of forks, the indentation stops growing and the depth
+# is written as a number: an output line stays short however deep the fork
+# (a staircase of two spaces per level made output grow with the square of
+# the depth).
+TREE_INDENT = 10
+
+
 def tree(arg, as_json):
-    """One line per entry in tree order: depth counts forks, not ancestors."""
-    from pantolib import conversation, listing, scan, stream, terminal
+    """One line per entry in tree order: depth counts forks, not ancestors.
 
-    src = _Source.of(arg)
-    rows, leaf = {}, None
-    for line in src.lines():
-        if line.kind != stream.ENTRY:
-            continue
-        obj = line.obj
-        eid = obj["id"]
-        if eid in rows:
-            continue
-        role = obj["message"]["role"] if obj.get("type") == "message" else None
-        rows[eid] = (obj.get("parentId"), obj.get("type"), role, obj["timestamp"], _first_line(obj))
-        leaf = eid
-    parent_of = {k: v[0] for k, v in rows.items()}
-    active = set(conversation.chain(parent_of, leaf)) if leaf else set()
-    out = cli.stdout()
-    buf = []
-    for eid, depth in conversation.walk(parent_of):
-        parent, etype, role, ts, text = rows[eid]
-        if as_json:
-            import orjson
+    Streams: a first pass keeps only each entry's parent and where its line
+    is; a second prints each entry's line, read again, in tree order (a
+    stream on stdin is kept in an unnamed temporary file for that), so memory
+    is the tree itself, whatever the text."""
+    from pantolib import conversation, stream
 
-            buf.append(orjson.dumps({"id": eid, "parentId": parent, "depth": depth, "type": etype,
-                                     "role": role, "timestamp": ts, "text": text,
-                                     "active": eid in active}) + b"\n")
-        else:
-            cells = [terminal.visible_line(eid) + ("*" if eid in active else ""),
-                     "  " * depth + terminal.visible_line(role or etype or "?"),
-                     listing.local_time(scan.epoch(ts)), terminal.visible_line(text)[:100]]
-            buf.append(("\t".join(cells) + "\n").encode("utf-8", "replace"))
-        if len(buf) >= 256:
-            out.write(b"".join(buf))
-            buf.clear()
-    out.write(b"".join(buf))
+    if arg == "-":
+        name, spool = "<stdin>", _spool()
+        raws = _spooled(cli.stdin(), spool)
+    else:
+        from pantolib import session
+
+        name = _session_path(arg)
+        session.check_path(name)
+        r = session.scan(name, ids=False)
+        if r.end < r.size:
+            cli.warn(NAME, f"{name}:{r.cut_line}: a torn tail is left out (panto-log replay repairs it)")
+        spool = open(name, "rb")
+        raws = _bounded_at(spool, r.end)
+    with spool:
+        parent_of, where, leaf = {}, {}, None
+        for line in stream.read(raws, name):
+            if line.kind != stream.ENTRY:
+                continue
+            eid = line.obj["id"]
+            if eid in where:
+                continue
+            parent_of[eid], where[eid] = line.obj.get("parentId"), raws.offset
+            leaf = eid
+        active = set(conversation.chain(parent_of, leaf)) if leaf else set()
+        out = cli.stdout()
+        row = _tree_json() if as_json else _tree_row
+        buf, size = [], 0
+        for eid, depth in conversation.walk(parent_of):
+            spool.seek(where[eid])
+            data = row(stream.loads(spool.readline()), eid, depth, eid in active)
+            buf.append(data)
+            size += len(data)
+            if size >= 1 << 16:
+                out.write(b"".join(buf))
+                buf, size = [], 0
+        out.write(b"".join(buf))
     return cli.OK
+
+
+def _spool():
+    """An unnamed file (mode 0600) in panto's cache directory (0700), for
+    session text read from stdin; in memory when there is no such place."""
+    import io
+    import tempfile
+
+    from pantolib import paths
+
+    try:
+        d = paths.cache_dir()
+        paths.make_dirs(d)
+        return tempfile.TemporaryFile(dir=d)
+    except OSError:
+        return io.BytesIO()
+
+
+class _Lines:
+    """The raw lines of a binary file, with the offset of the latest one."""
+
+    def __init__(self, lines):
+        self.lines, self.offset = lines, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.offset, raw = next(self.lines)
+        return raw
+
+
+def _bounded_at(f, length):
+    def lines():
+        n = 0
+        for raw in _bounded(f, length):
+            yield n, raw
+            n += len(raw)
+    return _Lines(lines())
+
+
+def _spooled(src, spool):
+    """The lines of src, each kept in spool as it passes (with a line feed)."""
+    def lines():
+        for raw in src:
+            at = spool.tell()
+            spool.write(raw if raw[-1:] == b"\n" else raw + b"\n")
+            yield at, raw
+        spool.flush()
+    return _Lines(lines())
+
+
+def _tree_fields(obj):
+    role = obj["message"]["role"] if obj.get("type") == "message" else None
+    return obj.get("parentId"), obj.get("type"), role, obj["timestamp"], _first_line(obj)
+
+
+def _tree_row(obj, eid, depth, active):
+    from pantolib import listing, scan, terminal
+
+    _, etype, role, ts, text = _tree_fields(obj)
+    indent = "  " * depth if depth <= TREE_INDENT else "  " * TREE_INDENT + f"[{depth}] "
+    cells = [terminal.visible_line(eid) + ("*" if active else ""),
+             indent + terminal.visible_line(role or etype or "?"),
+             listing.local_time(scan.epoch(ts)), terminal.visible_line(text[:100])]
+    return ("\t".join(cells) + "\n").encode("utf-8", "replace")
+
+
+def _tree_json():
+    """--json rows; on a terminal with every character that could act on it
+    written as a \\u escape (still valid JSON, meaning the same)."""
+    import orjson
+
+    from pantolib import terminal
+
+    tty = sys.stdout.isatty()      # a person reads it
+
+    def row(obj, eid, depth, active):
+        parent, etype, role, ts, text = _tree_fields(obj)
+        data = orjson.dumps({"id": eid, "parentId": parent, "depth": depth, "type": etype, "role": role,
+                             "timestamp": ts, "text": text, "active": active}) + b"\n"
+        return terminal.visible_json(data) if tty else data
+    return row
 
 
 def show(arg, at, every):

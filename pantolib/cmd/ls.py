@@ -19,6 +19,7 @@ Options:
   --version     Show the version.
 """
 import os
+import sys
 
 from pantolib import cli
 
@@ -74,7 +75,12 @@ def _json(found, grep):
         if grep:
             obj["match"] = s["match"]
         rows.append(orjson.dumps(obj) + b"\n")
-    cli.stdout().write(b"".join(rows))
+    data = b"".join(rows)
+    if sys.stdout.isatty():           # a person reads it: nothing in a title may act on the terminal
+        from pantolib.terminal import visible_json
+
+        data = visible_json(data)
+    cli.stdout().write(data)
 
 
 def _iso(secs):

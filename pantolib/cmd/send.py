@@ -182,13 +182,12 @@ class _Network:
         self._url = url
         self._known.set()
 
-    def join(self):
+    def join(self, timeout=None):
         self._known.set()
-        self._thread.join()
+        self._thread.join(timeout)
 
     def _finish(self):
-        self._known.set()
-        self._thread.join(FINISH_WAIT)
+        self.join(FINISH_WAIT)
 
 
 class _sigint_held:

@@ -55,12 +55,16 @@ def _tool_id(i):
 
 
 def _input(text):
-    """The raw JSON text of tool arguments as the object this API wants."""
+    """The raw JSON text of tool arguments as the object this API wants (an
+    object panto cannot write inside the request body is sent as {}, like
+    arguments that are not valid JSON)."""
+    from pantolib import stream
+
     try:
         v = orjson.loads(text) if text else {}
     except orjson.JSONDecodeError:
         return {}
-    return v if isinstance(v, dict) else {}
+    return v if isinstance(v, dict) and stream.writable(v, inside=8) else {}
 
 
 def _block(b):

@@ -40,7 +40,7 @@ their keys spell joined with ".", so it means the same as `[openai."gpt-4.1"]`.
 """
 import os
 
-from pantolib.entries import usage_of
+from pantolib.entries import usage_counts, usage_of
 from pantolib.errors import PantoError
 
 PICO_PER_USD = 10**12
@@ -251,6 +251,11 @@ class Prices:
 
     def __len__(self):
         return len(self.table)
+
+    def tiers(self):
+        """Every long-context threshold of the table: [[provider, model, since, above_tokens], ...]."""
+        return sorted([p, m, since, price.above_tokens] for (p, m), periods in self.table.items()
+                      for since, price in periods if price.above_tokens is not None)
 
 
 def default_path(env=None):
@@ -577,22 +582,46 @@ def _toml_error(e, text, name):
 # --- reading sessions --------------------------------------------------------
 
 
-class Tally:
-    """Exact sums of turns, tokens and picodollars per (group, provider, model).
+# Token sums per key, with no dollars in them (a cache of them stays right
+# when models.toml changes): (provider, model, WHEN, ABOVE, MASK) -> SUMS.
+#   WHEN   the entry's timestamp as a price and a calendar day read it: what
+#          panto writes (UTC, ms) cut down to its quarter hour (every time
+#          zone's midnight falls on one, so the local day is kept), any other
+#          string as it is, None for none.
+#   ABOVE  whether the request's prompt exceeded the model's above_tokens
+#          (a cache of sums is keyed by `Prices.tiers()`, which decides it).
+#   MASK   which of the five priced categories had tokens (bits in RATE
+#          order), -1 for an entry without usage: turns alike in it are
+#          priced alike, so a sum prices exactly as its turns would one by one.
+SUMS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "compactions")
+_QUARTER = {f"{m:02d}": f"{m // 15 * 15:02d}:00Z" for m in range(60)}
+_CANONICAL = []
 
-    A turn is an assistant message or a compaction entry (whose usage,
-    provider and model sit at the entry's top level). Each is priced at the
-    rates in force on its timestamp's UTC day; an entry without a timestamp
-    that reads (a bare entry not yet stamped) at today's.
-    """
 
-    def __init__(self, prices, by=None):
-        self.prices, self.by = prices, by
-        self.rows = {}
-        self._periods = {}
-        self._today = None
+def when_key(ts):
+    """WHEN of a timestamp (see above)."""
+    if type(ts) is not str:
+        return None
+    if len(ts) == 24 and ts[23] == "Z":
+        if not _CANONICAL:
+            import re
 
-    def add(self, entry, group=None):
+            _CANONICAL.append(re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z").fullmatch)
+        if _CANONICAL[0](ts):
+            return ts[:14] + _QUARTER[ts[14:16]]
+    return ts
+
+
+class Tokens:
+    """The token sums of priced entries (see SUMS above), e.g. of one file."""
+
+    def __init__(self, prices, sums=None):
+        self.prices = prices
+        self.sums = {} if sums is None else sums
+        self._tiers = {}
+        self.today_dependent = False  # a tier was decided by today's rates (an entry without a time)
+
+    def add(self, entry):
         """Count one priced entry (a parsed line that `Scan` yields)."""
         if entry.get("type") == "compaction":
             src, compaction = entry, 1
@@ -604,42 +633,178 @@ class Tally:
                 provider = entry.get("provider")
             if model is None:
                 model = entry.get("model")
-        provider = provider if isinstance(provider, str) else None
-        model = model if isinstance(model, str) else None
-        if self.by == "day":
-            group = _day(entry.get("timestamp"))
-        key = (group, provider, model)
-        row = self.rows.get(key)
+        if type(provider) is not str:
+            provider = None
+        if type(model) is not str:
+            model = None
+        ts = entry.get("timestamp")
+        when = when_key(ts)
+        n = usage_counts(src.get("usage"))
+        above = False
+        if n is None:
+            mask, inp, out, cr, cw, cw1h, reasoning = -1, 0, 0, 0, 0, 0, 0
+        else:
+            inp, out, cr, cw, reasoning, cw1h = n
+            if cw1h > cw:
+                cw1h = cw
+            mask = (inp > 0) | (out > 0) << 1 | (cr > 0) << 2 | (cw > cw1h) << 3 | (cw1h > 0) << 4
+            pm = (provider, model)
+            tiers = self._tiers.get(pm, self)
+            if tiers is self:
+                periods = self.prices.periods(provider, model)
+                tiers = self._tiers[pm] = periods if periods and any(
+                    p.above_tokens is not None for _, p in periods) else None
+            if tiers is not None:
+                if len(tiers) == 1:
+                    price = tiers[0][1]
+                else:
+                    day = utc_day(ts)
+                    if day is None:
+                        day, self.today_dependent = today(), True
+                    price = in_force(tiers, day)
+                above = price.above_tokens is not None and inp + cr + cw > price.above_tokens
+        key = (provider, model, when, above, mask)
+        row = self.sums.get(key)
         if row is None:
-            row = self.rows[key] = [0] * len(FIELDS)
-        pm = (provider, model)
-        periods = self._periods.get(pm, self)
-        if periods is self:
-            periods = self._periods[pm] = self.prices.periods(provider, model)
+            self.sums[key] = [1, inp, out, cr, cw, cw1h, reasoning, compaction]
+        else:
+            row[0] += 1
+            row[1] += inp
+            row[2] += out
+            row[3] += cr
+            row[4] += cw
+            row[5] += cw1h
+            row[6] += reasoning
+            row[7] += compaction
+
+    def rows(self):
+        """The sums as lists for a cache: [provider, model, when, above, mask, *SUMS]."""
+        return [[*k, *v] for k, v in self.sums.items()]
+
+    @staticmethod
+    def read(rows):
+        """The sums of `rows()` read back (ValueError if they make no sense)."""
+        out = {}
+        for r in rows:
+            if type(r) is not list or len(r) != 5 + len(SUMS):
+                raise ValueError("not a row of token sums")
+            p, m, w, above, mask = r[:5]
+            v = r[5:]
+            if not ((p is None or type(p) is str) and (m is None or type(m) is str)
+                    and (w is None or type(w) is str) and type(above) is bool and type(mask) is int
+                    and all(type(x) is int and x >= 0 for x in v)):
+                raise ValueError("not a row of token sums")
+            key = (p, m, w, above, mask)
+            if key in out:
+                raise ValueError("a row twice")
+            out[key] = v
+        return out
+
+
+class Tally:
+    """Exact sums of turns, tokens and picodollars per (group, provider, model).
+
+    A turn is an assistant message or a compaction entry (whose usage,
+    provider and model sit at the entry's top level). Each is priced at the
+    rates in force on its timestamp's UTC day; an entry without a timestamp
+    that reads (a bare entry not yet stamped) at today's. Tokens are summed
+    first (`Tokens`) and priced when the rows are asked for, so sums read
+    from a cache price exactly as the entries would. `since`/`until`
+    ('YYYY-MM-DD', local days, inclusive) keep only the turns of those days.
+    """
+
+    def __init__(self, prices, by=None, since=None, until=None):
+        self.prices, self.by, self.since, self.until = prices, by, since, until
+        self.sums = {}    # group -> Tokens.sums
+        self._rows = None
+
+    def add(self, entry, group=None):
+        """Count one priced entry (a parsed line that `Scan` yields)."""
+        t = self.sums.get(group)
+        if t is None:
+            t = self.sums[group] = {}
+        Tokens(self.prices, t).add(entry)
+        self._rows = None
+
+    def merge(self, group, sums):
+        """Add Tokens.sums (e.g. one file's) to a group's."""
+        mine = self.sums.get(group)
+        if mine is None:
+            self.sums[group] = {k: list(v) for k, v in sums.items()}
+        else:
+            for k, v in sums.items():
+                row = mine.get(k)
+                if row is None:
+                    mine[k] = list(v)
+                else:
+                    for i, x in enumerate(v):
+                        row[i] += x
+        self._rows = None
+
+    @property
+    def rows(self):
+        """(group, provider, model) -> FIELDS, priced now."""
+        if self._rows is None:
+            self._rows = self._price()
+        return self._rows
+
+    def _price(self):
+        rows, rates, days = {}, {}, {}
+        by_day, ranged = self.by == "day", self.since is not None or self.until is not None
+        since, until = self.since or "", self.until or "\uffff"
+        for group, sums in self.sums.items():
+            for key, v in sums.items():
+                provider, model, when = key[0], key[1], key[2]
+                if by_day or ranged:
+                    day = days.get(when)
+                    if day is None:
+                        day = days[when] = local_day(when)
+                    if ranged and (day == "unknown" or not since <= day <= until):
+                        continue
+                    if by_day:
+                        group = day
+                r = rates.get(key, self)
+                if r is self:
+                    r = rates[key] = self._rates(*key)
+                rk = (group, provider, model)
+                row = rows.get(rk)
+                if row is None:
+                    row = rows[rk] = [0] * len(FIELDS)
+                turns, inp, out, cr, cw, cw1h, reasoning, compactions = v
+                row[0] += turns
+                row[1] += inp
+                row[2] += out
+                row[3] += cr
+                row[4] += cw
+                row[5] += cw1h
+                row[6] += reasoning
+                row[9] += compactions
+                if r is None:
+                    row[8] += turns
+                else:
+                    row[7] += inp * r[0] + out * r[1] + cr * r[2] + (cw - cw1h) * r[3] + cw1h * r[4]
+        return rows
+
+    def _rates(self, provider, model, when, above, mask):
+        """The five rates a sum is priced at (0 where it has no tokens), or None: unpriced."""
+        if mask < 0:
+            return None
+        periods = self.prices.periods(provider, model)
         if periods is None:
-            price = None
+            price = UNKNOWN
         elif len(periods) == 1:
             price = periods[0][1]
         else:
-            day = utc_day(entry.get("timestamp"))
-            if day is None:
-                day = self._today = self._today or today()
-            price = in_force(periods, day)
-        usage = usage_of(src)
-        cost = turn_cost(usage, price)
-        row[0] += 1
-        row[9] += compaction
-        if usage is not None:
-            row[1] += usage["input"]
-            row[2] += usage["output"]
-            row[3] += usage["cacheRead"]
-            row[4] += usage["cacheWrite"]
-            row[5] += min(usage["cacheWrite1h"], usage["cacheWrite"])
-            row[6] += usage["reasoning"]
-        if cost is None:
-            row[8] += 1
-        else:
-            row[7] += cost
+            price = in_force(periods, utc_day(when) or today())
+        out = []
+        for bit, rate in enumerate(price.above if above else price.base):
+            if mask >> bit & 1:
+                if rate is None:
+                    return None
+                out.append(rate)
+            else:
+                out.append(0)
+        return out
 
     def rollup(self, part):
         """Rows summed by 'model' ((provider, model)), 'group', or 'total' (one row)."""
@@ -663,7 +828,7 @@ def as_dict(row):
     return d
 
 
-def _day(ts):
+def local_day(ts):
     """The local calendar day of a UTC ISO timestamp, or 'unknown'."""
     from datetime import datetime
 
@@ -712,13 +877,33 @@ class Scan:
     still count. In a file, a last line without its line feed is a torn write
     and ignored; on a stream (`stream=True`) it counts if it parses. The file
     is only read; memory stays within a chunk and the longest line.
+
+    `start` resumes a file read before up to that offset (the end of a
+    line; f is positioned there), whose first line was checked then
+    (`started`). After the scan, `covered` is the offset of the end of the
+    last whole line read, `bad` the (line, why) of the lines not counted and
+    `torn` the line number of a torn last line (or None).
     """
 
-    def __init__(self, f, name, stream=False, chunk=CHUNK, fast=True):
+    def __init__(self, f, name, stream=False, chunk=CHUNK, fast=True, start=0, started=False):
         self.f, self.name, self.stream, self.chunk = f, name, stream, chunk
-        self.header, self.notes = None, []
-        self._first = True
+        self.header, self.bad, self.torn = None, [], None
+        self._first = not started
         self._fast = fast
+        self.covered = self._start = start
+
+    @property
+    def notes(self):
+        """FILE:LINE: what is wrong, for each line not counted (and a torn tail)."""
+        out = [f"{self.name}:{n}: {why}; not counted" for n, why in self.bad]
+        if self.torn is not None:
+            out.append(f"{self.name}:{self.torn}: the last line has no line feed (a torn write); ignored")
+        return out
+
+    @property
+    def started(self):
+        """Whether the first non-blank line has been read (and checked)."""
+        return not self._first
 
     def __iter__(self):
         read, size = self.f.read, self.chunk
@@ -726,7 +911,7 @@ class Scan:
             self._count = not self.f.seekable()
         except (AttributeError, ValueError, OSError):
             self._count = True
-        pending, self._before, self._offset = [], 0, 0
+        pending, self._before, self._offset = [], 0, self._start
         while True:
             chunk = read(size)
             if chunk:
@@ -739,8 +924,7 @@ class Scan:
                 if not buf.strip():
                     return
                 if not self.stream:
-                    self.notes.append(f"{self.name}:{self._lineno(buf, 0)}: the last line has no "
-                                      f"line feed (a torn write); ignored")
+                    self.torn = self._lineno(buf, 0)
                     return
                 buf += b"\n"  # a stream's unterminated last line counts if it parses
             end = buf.rfind(b"\n") + 1
@@ -750,6 +934,7 @@ class Scan:
             if self._count:
                 self._before += buf.count(b"\n", 0, end)
             self._offset += end
+            self.covered = self._offset
             pending = [buf[end:]] if end < len(buf) else []
 
     def _lineno(self, buf, pos):
@@ -844,7 +1029,7 @@ class Scan:
         return e
 
     def _bad(self, buf, start, why):
-        self.notes.append(f"{self.name}:{self._lineno(buf, start)}: {why}; not counted")
+        self.bad.append((self._lineno(buf, start), why))
 
 
 def _memmem():

@@ -249,6 +249,11 @@ def activity(last, mtime_ns):
     return mtime_ns / 1e9 if t is None else t
 
 
+def tail_timestamp(f):
+    """last_timestamp of an open file (its position is left at the end)."""
+    return _last_timestamp(f)
+
+
 def _last_timestamp(f):
     size = f.seek(0, os.SEEK_END)
     pos, tail, want = size, b"", 1 << 12

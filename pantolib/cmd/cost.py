@@ -1,21 +1,26 @@
 """Report what panto sessions cost, exactly, from their usage and models.toml.
 
 Usage:
-  panto-cost [--all] [--by=KEY] [--json] [--strict] [--prices=FILE] [FILE...]
+  panto-cost [--all] [--by=KEY] [--since=DAY] [--until=DAY] [--json] [--strict] [--prices=FILE] [--no-cache] [FILE...]
   panto-cost --example-prices
   panto-cost -h | --help
   panto-cost --version
 
 Reads a panto stream on stdin, or session FILEs ("-" is stdin), and prices
 every assistant entry on every branch. Unknown prices are never counted
-as free: the total then reads "≥ $X (N turns unpriced)".
+as free: the total then reads "≥ $X (N turns unpriced)". What was read of
+each file is remembered (token counts, in the cache directory), so a report
+reads again only what was added since.
 
 Options:
   --all             Every session of every directory, with any FILEs.
   --by=KEY          Rows per model, session or day [default: model].
+  --since=DAY       Only the turns of this local day (YYYY-MM-DD) and after.
+  --until=DAY       Only the turns of this local day (YYYY-MM-DD) and before.
   --json            Print one JSON object (picodollars, exact integers).
   --strict          Exit 1 when any turn is unpriced.
   --prices=FILE     Price table (default: models.toml in the config directory).
+  --no-cache        Read every file whole; leave the cache as it is.
   --example-prices  Print a starter models.toml, to check and save.
   -h --help         Show this help.
   --version         Show the version.
@@ -42,7 +47,11 @@ def main(argv=None):
     if by not in BY:
         raise UsageError(f"--by takes model, session or day, not '{by}'")
 
-    from pantolib import pricing
+    span = (_day_option(args, "--since"), _day_option(args, "--until"))
+    if span[0] is not None and span[1] is not None and span[0] > span[1]:
+        raise UsageError(f"--since {span[0]} is after --until {span[1]}")
+
+    from pantolib import pricing, tallies
     from pantolib.errors import PantoError
 
     if args["--prices"] is not None and not os.path.exists(args["--prices"]):
@@ -51,25 +60,28 @@ def main(argv=None):
     for note in prices.notes:
         _warn(note)
 
-    tally = pricing.Tally(prices, by=by)
+    tally = pricing.Tally(prices, by=by, since=span[0], until=span[1])
+    reader = tallies.Files(prices, use=not args["--no-cache"])
+    span = None if span == (None, None) else span
     files = list(args["FILE"])
     seen = set()  # (device, inode) of every file counted: each is counted once
     if args["--all"]:
-        _all_sessions(tally, by, seen)
+        _all_sessions(tally, reader, by, seen, span)
     elif not files:
         if os.isatty(0):
             raise UsageError("no input: pipe a stream in, or name FILEs, or use --all")
         files = ["-"]
     for name in files:
         if name == "-":
-            _count(tally, cli.stdin(), "<stdin>", by, stream=True)
+            _count_stream(tally, cli.stdin(), "<stdin>", by)
         else:
             from pantolib.session import check_path
 
             check_path(name)  # a directory or a device is no session
             with open(name, "rb") as f:
                 if _first_time(f, seen):
-                    _count(tally, f, name, by)
+                    _count(tally, reader, f, name, by, span)
+    reader.save()
 
     total = pricing.as_dict(tally.rollup("total"))
     out = cli.stdout()
@@ -93,16 +105,48 @@ def main(argv=None):
     return cli.OK
 
 
-def _count(tally, f, name, by, stream=False):
-    from pantolib.pricing import Scan
+def _day_option(args, option):
+    """The YYYY-MM-DD of --since/--until, or None; a usage error otherwise."""
+    day = args[option]
+    if day is None:
+        return None
+    import datetime
 
-    scan = Scan(f, name, stream=stream)
-    group = name
-    add = tally.add
+    try:
+        if len(day) == 10:
+            return datetime.date.fromisoformat(day).isoformat()
+    except ValueError:
+        pass
+    from pantolib.errors import UsageError
+
+    raise UsageError(f"{option} takes a day as YYYY-MM-DD, not '{day}'")
+
+
+def _count(tally, reader, f, name, by, span):
+    """Count one session file, through the cache."""
+    got = reader.read(f, name, span)
+    if got is None:   # no entry of it can be in --since/--until
+        return
+    group = None
+    if by == "session":
+        group = name if got.header_id is None else got.header_id
+    tally.merge(group, got.sums)
+    for note in got.notes(name):
+        _warn(note)
+
+
+def _count_stream(tally, f, name, by):
+    """Count a stream (stdin): read once, never cached."""
+    from pantolib.pricing import Scan, Tokens
+
+    scan = Scan(f, name, stream=True)
+    tokens = Tokens(tally.prices)
     for entry in scan:
-        if by == "session" and scan.header is not None:
-            group = scan.header["id"]
-        add(entry, group)
+        tokens.add(entry)
+    group = None
+    if by == "session":
+        group = name if scan.header is None else scan.header["id"]
+    tally.merge(group, tokens.sums)
     for note in scan.notes:
         _warn(note)
 
@@ -118,7 +162,7 @@ def _first_time(f, seen):
     return True
 
 
-def _all_sessions(tally, by, seen):
+def _all_sessions(tally, reader, by, seen, span):
     """Every session file under the sessions directory; foreign files are skipped with a note."""
     from pantolib import paths
     from pantolib.errors import SessionError
@@ -128,7 +172,7 @@ def _all_sessions(tally, by, seen):
             try:
                 with open(path, "rb") as f:
                     if _first_time(f, seen):
-                        _count(tally, f, path, by)
+                        _count(tally, reader, f, path, by, span)
             except (SessionError, OSError) as e:
                 why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
                 _warn(f"skipped '{path}': {why}" if isinstance(e, OSError) else f"skipped {why}")

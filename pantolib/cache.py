@@ -1,0 +1,57 @@
+"""The private caches under $XDG_CACHE_HOME/panto/ (else ~/.cache/panto/).
+
+panto-ls keeps there what it lists of each session file (ls-cache.json),
+panto-cost the token sums of each file and how far they reach
+(cost-cache.json). Both hold text from sessions (first prompts, names, model
+ids), so they are written 0600 in a 0700 folder whatever the umask, whole
+or not at all (a temporary file renamed over the old one). A cache that is
+missing, unreadable, of another version or that makes no sense is treated
+as empty and rebuilt; one that cannot be written only costs speed. Deleting
+the folder (or `panto-cost --no-cache`, `panto-ls --no-cache`) is always safe.
+"""
+import os
+
+import orjson
+
+from pantolib import paths
+
+
+def path(name, env=None):
+    return os.path.join(paths.cache_dir(env), name)
+
+
+def load(file, version):
+    """The `data` a cache file holds for this version, or None."""
+    try:
+        with open(file, "rb") as f:
+            doc = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if type(doc) is dict and doc.get("version") == version:
+        return doc.get("data")
+    return None
+
+
+def save(file, version, data):
+    """Write the cache file: 0600 in a 0700 folder, atomically; False if it could not be."""
+    directory = os.path.dirname(file)
+    tmp = f"{file}.{os.getpid()}.tmp"
+    try:
+        paths.make_dirs(directory)
+        os.chmod(directory, 0o700)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(orjson.dumps({"version": version, "data": data}))
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, file)
+        return True
+    except (OSError, TypeError, orjson.JSONEncodeError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False

@@ -21,30 +21,40 @@ def path(name, env=None):
 
 
 def load(file, version):
-    """The `data` a cache file holds for this version, or None."""
+    """The `data` a cache file holds for this version, or None (missing, another
+    version, or not whole: its first line holds the version and a CRC-32 of the rest)."""
+    import zlib
+
     try:
         with open(file, "rb") as f:
-            doc = orjson.loads(f.read())
+            raw = f.read()
+        nl = raw.find(b"\n")
+        head = orjson.loads(raw[:nl]) if nl > 0 else None
+        if (type(head) is not dict or head.get("version") != version
+                or head.get("crc32") != zlib.crc32(memoryview(raw)[nl + 1:])):
+            return None
+        return orjson.loads(memoryview(raw)[nl + 1:])
     except (OSError, orjson.JSONDecodeError):
         return None
-    if type(doc) is dict and doc.get("version") == version:
-        return doc.get("data")
-    return None
 
 
 def save(file, version, data):
     """Write the cache file: 0600 in a 0700 folder, atomically; False if it could not be."""
+    import zlib
+
     directory = os.path.dirname(file)
     tmp = f"{file}.{os.getpid()}.tmp"
     try:
+        body = orjson.dumps(data)
+        head = orjson.dumps({"version": version, "crc32": zlib.crc32(body)}) + b"\n"
         paths.make_dirs(directory)
         os.chmod(directory, 0o700)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             os.fchmod(fd, 0o600)
-            view = memoryview(orjson.dumps({"version": version, "data": data}))
-            while view:
-                view = view[os.write(fd, view):]
+            for view in (memoryview(head), memoryview(body)):
+                while view:
+                    view = view[os.write(fd, view):]
         finally:
             os.close(fd)
         os.replace(tmp, file)

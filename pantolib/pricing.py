@@ -715,31 +715,23 @@ class Tally:
 
     def __init__(self, prices, by=None, since=None, until=None):
         self.prices, self.by, self.since, self.until = prices, by, since, until
-        self.sums = {}    # group -> Tokens.sums
-        self._rows = None
+        self.parts = []   # (group, Tokens.sums or a list of Tokens rows)
+        self._sums = {}   # group -> Tokens.sums, of the entries added one by one
+        self._rows = self._rollups = None
 
     def add(self, entry, group=None):
         """Count one priced entry (a parsed line that `Scan` yields)."""
-        t = self.sums.get(group)
+        t = self._sums.get(group)
         if t is None:
-            t = self.sums[group] = {}
+            t = self._sums[group] = {}
+            self.parts.append((group, t))
         Tokens(self.prices, t).add(entry)
-        self._rows = None
+        self._rows = self._rollups = None
 
     def merge(self, group, sums):
-        """Add Tokens.sums (e.g. one file's) to a group's."""
-        mine = self.sums.get(group)
-        if mine is None:
-            self.sums[group] = {k: list(v) for k, v in sums.items()}
-        else:
-            for k, v in sums.items():
-                row = mine.get(k)
-                if row is None:
-                    mine[k] = list(v)
-                else:
-                    for i, x in enumerate(v):
-                        row[i] += x
-        self._rows = None
+        """Add token sums: a Tokens.sums dict or a list of Tokens rows (e.g. one file's)."""
+        self.parts.append((group, sums))
+        self._rows = self._rollups = None
 
     @property
     def rows(self):
@@ -752,10 +744,12 @@ class Tally:
         rows, rates, days = {}, {}, {}
         by_day, ranged = self.by == "day", self.since is not None or self.until is not None
         since, until = self.since or "", self.until or "\uffff"
-        for group, sums in self.sums.items():
-            for key, v in sums.items():
-                provider, model, when = key[0], key[1], key[2]
+        width = len(FIELDS)
+        for group, sums in self.parts:
+            items = sums.items() if type(sums) is dict else ((tuple(r[:5]), r[5:]) for r in sums)
+            for key, v in items:
                 if by_day or ranged:
+                    when = key[2]
                     day = days.get(when)
                     if day is None:
                         day = days[when] = local_day(when)
@@ -766,10 +760,10 @@ class Tally:
                 r = rates.get(key, self)
                 if r is self:
                     r = rates[key] = self._rates(*key)
-                rk = (group, provider, model)
+                rk = (group, key[0], key[1])
                 row = rows.get(rk)
                 if row is None:
-                    row = rows[rk] = [0] * len(FIELDS)
+                    row = rows[rk] = [0] * width
                 turns, inp, out, cr, cw, cw1h, reasoning, compactions = v
                 row[0] += turns
                 row[1] += inp
@@ -807,18 +801,21 @@ class Tally:
         return out
 
     def rollup(self, part):
-        """Rows summed by 'model' ((provider, model)), 'group', or 'total' (one row)."""
-        out = {}
-        for (group, provider, model), row in self.rows.items():
-            key = (provider, model) if part == "model" else group if part == "group" else None
-            acc = out.get(key)
-            if acc is None:
-                acc = out[key] = [0] * len(FIELDS)
-            for i, v in enumerate(row):
-                acc[i] += v
-        if part == "total":
-            return out.get(None, [0] * len(FIELDS))
-        return out
+        """Rows summed by 'model' ((provider, model)), 'group', or 'total' (one row); computed once."""
+        if self._rollups is None:
+            from operator import add
+
+            model, group = {}, {}
+            for (g, provider, m), row in self.rows.items():
+                acc = model.get((provider, m))
+                model[(provider, m)] = row if acc is None else list(map(add, acc, row))
+                acc = group.get(g)
+                group[g] = row if acc is None else list(map(add, acc, row))
+            total = [0] * len(FIELDS)
+            for row in model.values():
+                total = list(map(add, total, row))
+            self._rollups = {"model": model, "group": group, "total": total}
+        return self._rollups[part]   # to read, not to change
 
 
 def as_dict(row):

@@ -69,49 +69,56 @@ class Files:
             del self.entries[p]
         cache.save(self.file, VERSION, {"tiers": self.tiers, "files": self.entries})
 
-    def read(self, f, name, span=None):
-        """The File of an open session file, or None when `span` (since, until:
-        local days) shows that none of its entries can lie in it: created after
-        `until`, or last active before `since` (entries are written in time order)."""
-        st = os.fstat(f.fileno())
+    def read(self, name, st, span=None):
+        """The File of the session file at `name` (`st`: its os.stat), or None when
+        `span` (since, until: local days) shows that none of its entries can lie
+        in it: created after `until`, or last active before `since` (entries are
+        written in time order). The file is opened only when the cache cannot say."""
         ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
         key = os.path.abspath(name)
         self.seen.add(key)
         old = self.entries.get(key) if self.use else None
-        if old is not None and not _sane(old):
+        if old is not None and (type(old) is not list or len(old) != _LEN):
             old = None
-        if old is not None and old[0] == ident:
+        if old is not None and old[0] == ident and (span is None or old[6] is not _UNKNOWN):
             if old[10] is not None:
                 raise SessionError(old[10][0], name, old[10][1])
-            if span is not None:
-                if old[6] is _UNKNOWN:
-                    old[6] = _last(f)
-                    self.changed = True
-                if _outside(span, old[5], old[6]):
-                    return None
-            if old[9] is not None:
-                try:
-                    sums = pricing.Tokens.read(old[9])
-                except ValueError:
-                    sums = None
-                if sums is not None:
-                    return File(old[4], sums, old[7], old[8], old[5], old[6])
-        if span is not None:
-            created, last = _created(f), _last(f)
-            if _outside(span, created, last):
-                self._store(key, [ident, 0, "", False, None, created, last, [], None, None, None])
+            if span is not None and _outside(span, old[5], old[6]):
                 return None
-        start = 0
-        if (old is not None and old[0][:2] == ident[:2] and old[0][2] != ident[2] and old[3]
-                and old[9] is not None and 0 < old[1] <= ident[2] and old[2] == _edges(f, old[1])):
-            start = old[1]
-        if start:
+            if old[9] is not None:
+                return File(old[4], old[9], old[7], old[8], old[5], old[6])
+        with open(name, "rb") as f:
+            return self._read(f, name, key, ident, old, span)
+
+    def _read(self, f, name, key, ident, old, span):
+        st = os.fstat(f.fileno())
+        if [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns] != ident:
+            ident, old = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns], None  # changed meanwhile
+        if span is not None:
+            if old is not None and old[0] == ident and old[6] is not _UNKNOWN:
+                created, last = old[5], old[6]
+            else:
+                created, last = _created(f), _last(f)
+            if _outside(span, created, last):
+                if old is not None and old[0] == ident:
+                    old[6] = last
+                    self.changed = True
+                else:
+                    self._store(key, [ident, 0, "", False, None, created, last, [], None, None, None])
+                return None
+        if old is not None and old[0] == ident and old[9] is not None:
+            if span is not None:
+                old[6] = last
+                self.changed = True
+            return File(old[4], old[9], old[7], old[8], old[5], old[6])
+        start, sums = 0, {}
+        if (old is not None and old[0][:2] == ident[:2] and old[0][2] != ident[2] and old[3] is True
+                and old[9] is not None and type(old[1]) is int and 0 < old[1] <= ident[2]
+                and old[2] == _edges(f, old[1])):
             try:
-                sums = pricing.Tokens.read(old[9])
+                sums, start = pricing.Tokens.read(old[9]), old[1]
             except ValueError:
-                start, sums = 0, {}
-        else:
-            sums = {}
+                pass
         f.seek(start)
         scan = pricing.Scan(f, name, start=start, started=start > 0)
         tokens = pricing.Tokens(self.prices, sums)
@@ -130,27 +137,16 @@ class Files:
             created = None if h is None or type(h.get("timestamp")) is not str else h["timestamp"]
             bad = [list(b) for b in scan.bad]
         last = _last(f) if span is not None else _UNKNOWN
+        rows = tokens.rows()
         if not tokens.today_dependent:
             self._store(key, [ident, scan.covered, _edges(f, scan.covered), scan.started, header_id,
-                              created, last, bad, scan.torn, tokens.rows(), None])
-        return File(header_id, tokens.sums, bad, scan.torn, created, last)
+                              created, last, bad, scan.torn, rows, None])
+        return File(header_id, rows, bad, scan.torn, created, last)
 
     def _store(self, key, entry):
         if self.use:
             self.entries[key] = entry
             self.changed = True
-
-
-def _sane(e):
-    return (type(e) is list and len(e) == _LEN and type(e[0]) is list and len(e[0]) == 5
-            and type(e[1]) is int and type(e[2]) is str and type(e[3]) is bool
-            and (e[4] is None or type(e[4]) is str) and (e[5] is None or type(e[5]) is str)
-            and (e[6] is None or e[6] is _UNKNOWN or type(e[6]) is str)
-            and type(e[7]) is list and all(type(b) is list and len(b) == 2 and type(b[0]) is int
-                                           and type(b[1]) is str for b in e[7])
-            and (e[8] is None or type(e[8]) is int) and (e[9] is None or type(e[9]) is list)
-            and (e[10] is None or (type(e[10]) is list and len(e[10]) == 2 and type(e[10][0]) is str
-                                   and (e[10][1] is None or type(e[10][1]) is int))))
 
 
 def _edges(f, covered):

@@ -51,58 +51,132 @@ def main(argv=None):
     if span[0] is not None and span[1] is not None and span[0] > span[1]:
         raise UsageError(f"--since {span[0]} is after --until {span[1]}")
 
-    from pantolib import pricing, tallies
+    from pantolib import pricing
     from pantolib.errors import PantoError
 
     if args["--prices"] is not None and not os.path.exists(args["--prices"]):
         raise PantoError(f"--prices '{args['--prices']}': no such file")
-    prices = pricing.load(args["--prices"])
-    for note in prices.notes:
-        _warn(note)
-
-    tally = pricing.Tally(prices, by=by, since=span[0], until=span[1])
-    reader = tallies.Files(prices, use=not args["--no-cache"])
-    span = None if span == (None, None) else span
     files = list(args["FILE"])
-    seen = set()  # (device, inode) of every file counted: each is counted once
-    if args["--all"]:
-        _all_sessions(tally, reader, by, seen, span)
-    elif not files:
+    if not args["--all"] and not files:
         if os.isatty(0):
             raise UsageError("no input: pipe a stream in, or name FILEs, or use --all")
         files = ["-"]
+    inputs = []    # (name, os.stat) of each file, in order; ("-", None) for stdin
+    if args["--all"]:
+        from pantolib import paths
+
+        for d in paths.all_dirs():
+            inputs.extend(sorted(paths.list_dir(d)))
     for name in files:
         if name == "-":
-            _count_stream(tally, cli.stdin(), "<stdin>", by)
+            inputs.append((name, None))
         else:
             from pantolib.session import check_path
 
             check_path(name)  # a directory or a device is no session
-            with open(name, "rb") as f:
-                if _first_time(f, seen):
-                    _count(tally, reader, f, name, by, span)
+            inputs.append((name, os.stat(name)))
+
+    global _said
+    _said = []
+    use = not args["--no-cache"]
+    key = _report_key(args, inputs) if use else None
+    if key is not None:
+        from pantolib import cache
+
+        memo = cache.load(cache.path(REPORT), REPORT_VERSION)
+        if type(memo) is dict and memo.get("key") == key:
+            cli.stdout().write(memo["out"].encode())
+            for note in memo["notes"]:
+                _warn(note)
+            return memo["status"]
+    out, status = _report(args, inputs, by, span, use)
+    cli.stdout().write(out)
+    if key is not None:
+        from pantolib import cache
+
+        cache.save(cache.path(REPORT), REPORT_VERSION,
+                   {"key": key, "out": out.decode(), "notes": _said, "status": status})
+    return status
+
+
+REPORT = "cost-report.json"
+REPORT_VERSION = 1
+_said = []
+
+
+def _report_key(args, inputs):
+    """What a report depends on, hashed: the options, every file's identity and
+    state, the price table's, the time zone and today's date; None for stdin."""
+    import hashlib
+    import time
+
+    import orjson
+
+    from pantolib import __version__, pricing
+
+    if any(st is None for _, st in inputs):
+        return None
+    prices = args["--prices"] or pricing.default_path()
+
+    def ident(path):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+    doc = [__version__, {k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(prices), ident(prices),
+           os.environ.get("TZ"), time.timezone, time.altzone, time.tzname, ident("/etc/localtime"),
+           pricing.today(), os.getcwd(),
+           [(n, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for n, st in inputs]]
+    return hashlib.blake2b(orjson.dumps(doc), digest_size=20).hexdigest()
+
+
+def _report(args, inputs, by, span, use):
+    """(the report's bytes, the exit status), reading the files (through the cache)."""
+    from pantolib import pricing, tallies
+    from pantolib.errors import SessionError
+
+    prices = pricing.load(args["--prices"])
+    for note in prices.notes:
+        _warn(note)
+    tally = pricing.Tally(prices, by=by, since=span[0], until=span[1])
+    reader = tallies.Files(prices, use=use)
+    span = None if span == (None, None) else span
+    seen = set()  # (device, inode) of every file counted: each is counted once
+    every = len(inputs) - len(args["FILE"])   # the first ones come from --all
+    for i, (name, st) in enumerate(inputs):
+        if st is None:
+            _count_stream(tally, cli.stdin(), "<stdin>", by)
+        elif i >= every:
+            if _first_time(st, seen):
+                _count(tally, reader, name, st, by, span)
+        else:
+            try:
+                if _first_time(st, seen):
+                    _count(tally, reader, name, st, by, span)
+            except (SessionError, OSError) as e:
+                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                _warn(f"skipped '{name}': {why}" if isinstance(e, OSError) else f"skipped {why}")
     reader.save()
 
     total = pricing.as_dict(tally.rollup("total"))
-    out = cli.stdout()
     if args["--json"]:
-        out.write(_json(tally, by, total))
+        out = _json(tally, by, total)
     else:
-        out.write(_table(tally, by, total).encode("utf-8", "replace"))
-    out.flush()
-
+        out = _table(tally, by, total).encode("utf-8", "replace")
     if total["unpricedTurns"]:
         if prices.missing:
             _warn(f"no price table at '{prices.path}' (start one with: "
-                           f"panto-cost --example-prices > '{prices.path}', then check it)")
+                  f"panto-cost --example-prices > '{prices.path}', then check it)")
         if args["--strict"]:
             n = total["unpricedTurns"]
             models = sorted({_model_label(p, m) for (p, m), row in tally.rollup("model").items()
-                             if pricing.as_dict(row)["unpricedTurns"]})
+                             if row[8]})
             _warn(f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(models)} "
-                           f"(give their prices in '{prices.path}')")
-            return cli.FAIL
-    return cli.OK
+                  f"(give their prices in '{prices.path}')")
+            return out, cli.FAIL
+    return out, cli.OK
 
 
 def _day_option(args, option):
@@ -122,9 +196,9 @@ def _day_option(args, option):
     raise UsageError(f"{option} takes a day as YYYY-MM-DD, not '{day}'")
 
 
-def _count(tally, reader, f, name, by, span):
+def _count(tally, reader, name, st, by, span):
     """Count one session file, through the cache."""
-    got = reader.read(f, name, span)
+    got = reader.read(name, st, span)
     if got is None:   # no entry of it can be in --since/--until
         return
     group = None
@@ -151,10 +225,9 @@ def _count_stream(tally, f, name, by):
         _warn(note)
 
 
-def _first_time(f, seen):
-    """Whether the open file f is counted for the first time (by device and inode:
-    a path given twice, a symlink or a hard link to a file already read is not)."""
-    st = os.fstat(f.fileno())
+def _first_time(st, seen):
+    """Whether the file (its os.stat) is counted for the first time (by device and
+    inode: a path given twice, a symlink or a hard link to a file already read is not)."""
     key = (st.st_dev, st.st_ino)
     if key in seen:
         return False
@@ -162,26 +235,11 @@ def _first_time(f, seen):
     return True
 
 
-def _all_sessions(tally, reader, by, seen, span):
-    """Every session file under the sessions directory; foreign files are skipped with a note."""
-    from pantolib import paths
-    from pantolib.errors import SessionError
-
-    for d in paths.all_dirs():
-        for path, _ in sorted(paths.list_dir(d)):
-            try:
-                with open(path, "rb") as f:
-                    if _first_time(f, seen):
-                        _count(tally, reader, f, path, by, span)
-            except (SessionError, OSError) as e:
-                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-                _warn(f"skipped '{path}': {why}" if isinstance(e, OSError) else f"skipped {why}")
-
-
 def _warn(message):
     """A note on stderr; file names and model ids in it come from files: shown, never executed."""
     from pantolib.terminal import visible_line
 
+    _said.append(message)
     cli.warn(NAME, visible_line(message))
 
 

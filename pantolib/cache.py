@@ -65,3 +65,40 @@ def save(file, version, data):
         except OSError:
             pass
         return False
+
+
+def key(*parts):
+    """A hash of what a remembered output depends on (orjson-able parts), with
+    the time zone and panto's version: the key of `recall` and `remember`."""
+    import hashlib
+    import time
+
+    from pantolib import __version__
+
+    try:
+        zone = os.stat("/etc/localtime")
+        zone = [zone.st_dev, zone.st_ino, zone.st_mtime_ns, zone.st_ctime_ns]
+    except OSError:
+        zone = None
+    doc = [__version__, os.environ.get("TZ"), time.timezone, time.altzone, time.tzname, zone, *parts]
+    return hashlib.blake2b(orjson.dumps(doc), digest_size=20).hexdigest()
+
+
+def idents(listed):
+    """(path, device, inode, size, mtime, ctime) of (path, os.stat) pairs, for a key."""
+    return [(p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for p, st in listed]
+
+
+MEMO_VERSION = 1
+
+
+def recall(name, k):
+    """(output bytes, notes, status) remembered under key k in cache file `name`, or None."""
+    memo = load(path(name), MEMO_VERSION)
+    if type(memo) is dict and memo.get("key") == k:
+        return memo["out"].encode(), memo["notes"], memo["status"]
+    return None
+
+
+def remember(name, k, out, notes, status):
+    save(path(name), MEMO_VERSION, {"key": k, "out": out.decode(), "notes": list(notes), "status": status})

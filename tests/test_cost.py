@@ -796,7 +796,7 @@ def test_the_caches_are_private_whatever_the_umask(prices):
     assert os.stat(cache_dir()).st_mode & 0o777 == 0o700
     assert os.stat(os.path.dirname(cache_dir())).st_mode & 0o777 == 0o700
     names = sorted(os.listdir(cache_dir()))
-    assert names == ["cost-cache.json", "cost-report.json", "ls-cache.json"]
+    assert names == ["cost-cache.json", "cost-report.json", "ls-cache.json", "ls-report.json"]
     for name in names:
         assert os.stat(os.path.join(cache_dir(), name)).st_mode & 0o777 == 0o600
 

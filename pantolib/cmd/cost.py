@@ -83,53 +83,37 @@ def main(argv=None):
     if key is not None:
         from pantolib import cache
 
-        memo = cache.load(cache.path(REPORT), REPORT_VERSION)
-        if type(memo) is dict and memo.get("key") == key:
-            cli.stdout().write(memo["out"].encode())
-            for note in memo["notes"]:
+        memo = cache.recall(REPORT, key)
+        if memo is not None:
+            cli.stdout().write(memo[0])
+            for note in memo[1]:
                 _warn(note)
-            return memo["status"]
+            return memo[2]
     out, status = _report(args, inputs, by, span, use)
     cli.stdout().write(out)
     if key is not None:
-        from pantolib import cache
-
-        cache.save(cache.path(REPORT), REPORT_VERSION,
-                   {"key": key, "out": out.decode(), "notes": _said, "status": status})
+        cache.remember(REPORT, key, out, _said, status)
     return status
 
 
 REPORT = "cost-report.json"
-REPORT_VERSION = 1
 _said = []
 
 
 def _report_key(args, inputs):
-    """What a report depends on, hashed: the options, every file's identity and
-    state, the price table's, the time zone and today's date; None for stdin."""
-    import hashlib
-    import time
-
-    import orjson
-
-    from pantolib import __version__, pricing
+    """What a report depends on, hashed (cache.key): the options, every file's
+    identity and state, the price table's, and today's date; None for stdin."""
+    from pantolib import cache, pricing
 
     if any(st is None for _, st in inputs):
         return None
     prices = args["--prices"] or pricing.default_path()
-
-    def ident(path):
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-    doc = [__version__, {k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(prices), ident(prices),
-           os.environ.get("TZ"), time.timezone, time.altzone, time.tzname, ident("/etc/localtime"),
-           pricing.today(), os.getcwd(),
-           [(n, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for n, st in inputs]]
-    return hashlib.blake2b(orjson.dumps(doc), digest_size=20).hexdigest()
+    try:
+        table = cache.idents([(prices, os.stat(prices))])
+    except OSError:
+        table = None
+    return cache.key({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(prices), table,
+                     pricing.today(), os.getcwd(), cache.idents(inputs))
 
 
 def _report(args, inputs, by, span, use):

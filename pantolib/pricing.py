@@ -38,6 +38,7 @@ A bare dotted header such as `[openai.gpt-4.1]` is, in TOML, the nested
 table openai -> "gpt-4" -> "1"; nested tables are read back as the model id
 their keys spell joined with ".", so it means the same as `[openai."gpt-4.1"]`.
 """
+import io
 import os
 
 from pantolib.entries import usage_counts, usage_of
@@ -909,8 +910,18 @@ class Scan:
         except (AttributeError, ValueError, OSError):
             self._count = True
         pending, self._before, self._offset = [], 0, self._start
+        left = None
+        if not self._count:   # a file: never ask for much more than is there (a big buffer costs page faults)
+            try:
+                left = os.fstat(self.f.fileno()).st_size - self.f.tell()
+            except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+                left = None
         while True:
-            chunk = read(size)
+            if left is None:
+                chunk = read(size)
+            else:
+                chunk = read(min(size, left + 1)) if left >= 0 else b""
+                left -= len(chunk)
             if chunk:
                 if chunk.rfind(b"\n") < 0:  # a line longer than a chunk: gather it
                     pending.append(chunk)

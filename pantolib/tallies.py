@@ -87,7 +87,7 @@ class Files:
                 return None
             if old[9] is not None:
                 return File(old[4], old[9], old[7], old[8], old[5], old[6])
-        with open(name, "rb") as f:
+        with open(name, "rb", buffering=0) as f:
             return self._read(f, name, key, ident, old, span)
 
     def _read(self, f, name, key, ident, old, span):

@@ -72,7 +72,21 @@ def _counts(buf, end):
     return u, a, sy, infos, starts != roles or starts + infos + roles != len(found)
 
 
+def line_role(raw):
+    """The byte rule of a walked line (no line feed): "user", "assistant" or
+    "system" for a message entry of that role, "" for any other entry type or
+    a name, None for a line not laid out as panto writes (read carefully).
+    On every line the stream accepts (stream.classify) it agrees with
+    `role_of` (a test checks it on random and hostile lines); a line it
+    refuses (which panto-log replay reports) is taken by its envelope."""
+    m = _pattern(_LINE).match(raw)
+    if m is None:
+        return None
+    return m.group(1).decode() if m.group(1) is not None else ""
+
+
 def _walk(buf, end):
+    """_counts of a buffer of long lines, one line at a time (line_role's rule)."""
     match, find = _pattern(_LINE).match, buf.find
     u = a = sy = infos = 0
     pos = 0

@@ -713,3 +713,41 @@ def test_a_day_range_keeps_the_turns_of_those_local_days(monkeypatch):
     monkeypatch.delenv("TZ")
     time.tzset()
     assert days == {"2026-04-25": 2}    # no time, no day: outside any range
+
+
+def test_the_marks_agree_with_the_full_rule_on_random_lines():
+    """A line the scanner skips unparsed (no stream.ASSISTANT_MARK or COMPACTION_MARK)
+    is never one the full rule would price; one it parses is judged by that rule."""
+    import random
+
+    from pantolib import stream
+    from test_hostile import SCHEMA, TORN
+    from test_ls import random_line
+
+    rng = random.Random(11)
+    lines = [random_line(rng).replace(b'"role":"user"', rng.choice([b'"role":"user"', b'"role":"assistant"']))
+             .replace(b'"type":"custom"', b'"type":"compaction"') for _ in range(6000)]
+    lines += [b.rstrip(b"\n") for b in [*TORN.values(), *SCHEMA.values()] if b]
+    priced_seen = 0
+    for raw in lines:
+        try:
+            obj = orjson.loads(raw)
+            full = type(obj) is dict and obj.get("type") != "session" and pricing.priced(obj)
+            bad = False
+        except (orjson.JSONDecodeError, ValueError):
+            full, bad = False, True
+        if type(obj if not bad else None) is dict and obj.get("type") == "session":
+            bad = True           # a second header
+        data = orjson.dumps(HEADER) + b"\n" + raw + b"\n"
+        s = pricing.Scan(io.BytesIO(data), "F")
+        ids = list(s)
+        plain = pricing.Scan(io.BytesIO(data), "F", fast=False)
+        assert list(plain) == ids and plain.notes == s.notes
+        marked = stream.may_be_assistant(raw) or stream.COMPACTION_MARK in raw
+        if full:
+            priced_seen += 1
+            assert marked and len(ids) == 1 and not s.notes, raw
+        else:
+            assert ids == [], raw
+            assert bool(s.notes) == (marked and bad), (raw, s.notes)
+    assert priced_seen > 100

@@ -20,25 +20,30 @@ def path(name, env=None):
     return os.path.join(paths.cache_dir(env), name)
 
 
-def load(file, version):
+def load(file, version, head=None):
     """The `data` a cache file holds for this version, or None (missing, another
-    version, or not whole: its first line holds the version and a CRC-32 of the rest)."""
+    version, or not whole: its first line holds the version and a CRC-32 of the
+    rest). With `head`, only a file whose first line also holds these items is
+    read on (a key that differs costs one short read)."""
     import zlib
 
     try:
         with open(file, "rb") as f:
-            raw = f.read()
-        nl = raw.find(b"\n")
-        head = orjson.loads(raw[:nl]) if nl > 0 else None
-        if (type(head) is not dict or head.get("version") != version
-                or head.get("crc32") != zlib.crc32(memoryview(raw)[nl + 1:])):
+            first = f.readline(4096)
+            top = orjson.loads(first) if first.endswith(b"\n") else None
+            if type(top) is not dict or top.get("version") != version:
+                return None
+            if head is not None and any(top.get(k) != v for k, v in head.items()):
+                return None
+            body = f.read()
+        if top.get("crc32") != zlib.crc32(body):
             return None
-        return orjson.loads(memoryview(raw)[nl + 1:])
+        return orjson.loads(body)
     except (OSError, orjson.JSONDecodeError):
         return None
 
 
-def save(file, version, data):
+def save(file, version, data, head=None):
     """Write the cache file: 0600 in a 0700 folder, atomically; False if it could not be."""
     import zlib
 
@@ -46,13 +51,13 @@ def save(file, version, data):
     tmp = f"{file}.{os.getpid()}.tmp"
     try:
         body = orjson.dumps(data)
-        head = orjson.dumps({"version": version, "crc32": zlib.crc32(body)}) + b"\n"
+        top = orjson.dumps({"version": version, "crc32": zlib.crc32(body), **(head or {})}) + b"\n"
         paths.make_dirs(directory)
         os.chmod(directory, 0o700)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             os.fchmod(fd, 0o600)
-            for view in (memoryview(head), memoryview(body)):
+            for view in (memoryview(top), memoryview(body)):
                 while view:
                     view = view[os.write(fd, view):]
         finally:
@@ -94,11 +99,11 @@ MEMO_VERSION = 1
 
 def recall(name, k):
     """(output bytes, notes, status) remembered under key k in cache file `name`, or None."""
-    memo = load(path(name), MEMO_VERSION)
-    if type(memo) is dict and memo.get("key") == k:
+    memo = load(path(name), MEMO_VERSION, {"key": k})
+    if type(memo) is dict:
         return memo["out"].encode(), memo["notes"], memo["status"]
     return None
 
 
 def remember(name, k, out, notes, status):
-    save(path(name), MEMO_VERSION, {"key": k, "out": out.decode(), "notes": list(notes), "status": status})
+    save(path(name), MEMO_VERSION, {"out": out.decode(), "notes": list(notes), "status": status}, {"key": k})

@@ -759,8 +759,15 @@ class Tally:
                     if by_day:
                         group = day
                 r = rates.get(key, self)
-                if r is self:
-                    r = rates[key] = self._rates(*key)
+                if r is self:   # the rates of a period, tier and categories: the same over many keys
+                    w = key[2]   # utc_day's own quick case: its day is w[:10]
+                    day = w[:10] if (w is not None and len(w) == 20 and w[10] == "T" and w[19] == "Z" and
+                                     w[4] == "-" and w[7] == "-" and w[:4].isdigit()) else w
+                    pk = (key[0], key[1], day, key[3], key[4])
+                    r = rates.get(pk, self)
+                    if r is self:
+                        r = rates[pk] = self._rates(*key)
+                    rates[key] = r
                 rk = (group, key[0], key[1])
                 row = rows.get(rk)
                 if row is None:

@@ -58,13 +58,9 @@ def _pattern(which=_MESSAGE):
 def _counts(buf, end):
     """(users, assistants, systems, names, other) found in the whole lines buf[:end]
     (other > 0: some line is not laid out as panto writes it)."""
-    pos, find = 0, buf.find
-    for _ in range(16):     # the mean length of the first lines decides
-        pos = find(b"\n", pos, end) + 1
-        if pos == 0 or pos >= end:
-            break
-    if pos == 0 or pos > 16 * LONG_LINE or pos >= end:
-        return _walk(buf, end)
+    counts = _walk(buf, end)   # it hands the buffer back when its first lines are short
+    if counts is not None:
+        return counts
     found = b"".join(_pattern().findall(buf, 0, end))
     starts, infos = found.count(b","), found.count(b"o")
     u, a, sy = found.count(b"u"), found.count(b"a"), found.count(b"s")
@@ -86,11 +82,16 @@ def line_role(raw):
 
 
 def _walk(buf, end):
-    """_counts of a buffer of long lines, one line at a time (line_role's rule)."""
+    """_counts of a buffer of long lines, one line at a time (line_role's rule);
+    None when its first 16 lines are shorter than LONG_LINE on average (and
+    the whole-buffer pattern is faster)."""
     match, find = _pattern(_LINE).match, buf.find
     u = a = sy = infos = 0
-    pos = 0
+    pos, lines = 0, 0
     while pos < end:
+        lines += 1
+        if lines == 16 and pos < 16 * LONG_LINE:
+            return None
         nl = find(b"\n", pos, end)
         if nl > pos:
             m = match(buf, pos, nl)

@@ -76,17 +76,23 @@ def key(*parts):
     """A hash of what a remembered output depends on (orjson-able parts), with
     the time zone and panto's version: the key of `recall` and `remember`."""
     import hashlib
-    import time
 
     from pantolib import __version__
 
-    try:
-        zone = os.stat("/etc/localtime")
-        zone = [zone.st_dev, zone.st_ino, zone.st_mtime_ns, zone.st_ctime_ns]
-    except OSError:
-        zone = None
-    doc = [__version__, os.environ.get("TZ"), time.timezone, time.altzone, time.tzname, zone, *parts]
+    doc = [__version__, zone(), *parts]
     return hashlib.blake2b(orjson.dumps(doc), digest_size=20).hexdigest()
+
+
+def zone():
+    """What says which time zone local days are read in: $TZ, the offsets, /etc/localtime."""
+    import time
+
+    try:
+        st = os.stat("/etc/localtime")
+        local = [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
+    except OSError:
+        local = None
+    return [os.environ.get("TZ"), time.timezone, time.altzone, list(time.tzname), local]
 
 
 def idents(listed):

@@ -585,10 +585,12 @@ def _toml_error(e, text, name):
 
 # Token sums per key, with no dollars in them (a cache of them stays right
 # when models.toml changes): (provider, model, WHEN, ABOVE, MASK) -> SUMS.
-#   WHEN   the entry's timestamp as a price and a calendar day read it: what
-#          panto writes (UTC, ms) cut down to its quarter hour (every time
-#          zone's midnight falls on one, so the local day is kept), any other
-#          string as it is, None for none.
+#   WHEN   the two days a turn's timestamp gives: "UTC-DAY LOCAL-DAY" for
+#          what panto writes (UTC, ms; the local day is that of its quarter
+#          hour, as every time zone's midnight falls on one, and is cached per
+#          quarter hour), "=" and the timestamp for any other string, None for
+#          none. The local day is the time zone's: a cache of sums is kept per
+#          time zone (`cache.zone`).
 #   ABOVE  whether the request's prompt exceeded the model's above_tokens
 #          (a cache of sums is keyed by `Prices.tiers()`, which decides it).
 #   MASK   which of the five priced categories had tokens (bits in RATE
@@ -599,8 +601,9 @@ _QUARTER = {f"{m:02d}": f"{m // 15 * 15:02d}:00Z" for m in range(60)}
 _CANONICAL = []
 
 
-def when_key(ts):
-    """WHEN of a timestamp (see above)."""
+def when_key(ts, quarters):
+    """WHEN of a timestamp (see above); `quarters` is a dict that remembers
+    the WHEN of each quarter hour (for one time zone)."""
     if type(ts) is not str:
         return None
     if len(ts) == 24 and ts[23] == "Z":
@@ -609,17 +612,31 @@ def when_key(ts):
 
             _CANONICAL.append(re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z").fullmatch)
         if _CANONICAL[0](ts):
-            return ts[:14] + _QUARTER[ts[14:16]]
-    return ts
+            q = ts[:14] + _QUARTER[ts[14:16]]
+            when = quarters.get(q)
+            if when is None:
+                when = quarters[q] = f"{q[:10]} {local_day(q)}"
+            return when
+    return "=" + ts
+
+
+def days_of(when):
+    """(UTC day or None, local day or 'unknown') of a WHEN."""
+    if when is None:
+        return None, "unknown"
+    if when[0] == "=":
+        return utc_day(when[1:]), local_day(when[1:])
+    return when[:10], when[11:]
 
 
 class Tokens:
     """The token sums of priced entries (see SUMS above), e.g. of one file."""
 
-    def __init__(self, prices, sums=None):
+    def __init__(self, prices, sums=None, quarters=None):
         self.prices = prices
         self.sums = {} if sums is None else sums
         self._tiers = {}
+        self._quarters = {} if quarters is None else quarters
         self.today_dependent = False  # a tier was decided by today's rates (an entry without a time)
 
     def add(self, entry):
@@ -639,7 +656,7 @@ class Tokens:
         if type(model) is not str:
             model = None
         ts = entry.get("timestamp")
-        when = when_key(ts)
+        when = when_key(ts, self._quarters)
         n = usage_counts(src.get("usage"))
         above = False
         if n is None:
@@ -718,6 +735,7 @@ class Tally:
         self.prices, self.by, self.since, self.until = prices, by, since, until
         self.parts = []   # (group, Tokens.sums or a list of Tokens rows)
         self._sums = {}   # group -> Tokens.sums, of the entries added one by one
+        self._tokens = Tokens(prices)
         self._rows = self._rollups = None
 
     def add(self, entry, group=None):
@@ -726,7 +744,8 @@ class Tally:
         if t is None:
             t = self._sums[group] = {}
             self.parts.append((group, t))
-        Tokens(self.prices, t).add(entry)
+        self._tokens.sums = t
+        self._tokens.add(entry)
         self._rows = self._rollups = None
 
     def merge(self, group, sums):
@@ -753,17 +772,15 @@ class Tally:
                     when = key[2]
                     day = days.get(when)
                     if day is None:
-                        day = days[when] = local_day(when)
+                        day = days[when] = days_of(when)[1]
                     if ranged and (day == "unknown" or not since <= day <= until):
                         continue
                     if by_day:
                         group = day
                 r = rates.get(key, self)
                 if r is self:   # the rates of a period, tier and categories: the same over many keys
-                    w = key[2]   # utc_day's own quick case: its day is w[:10]
-                    day = w[:10] if (w is not None and len(w) == 20 and w[10] == "T" and w[19] == "Z" and
-                                     w[4] == "-" and w[7] == "-" and w[:4].isdigit()) else w
-                    pk = (key[0], key[1], day, key[3], key[4])
+                    w = key[2]
+                    pk = (key[0], key[1], w if w is None or w[0] == "=" else w[:10], key[3], key[4])
                     r = rates.get(pk, self)
                     if r is self:
                         r = rates[pk] = self._rates(*key)
@@ -797,7 +814,7 @@ class Tally:
         elif len(periods) == 1:
             price = periods[0][1]
         else:
-            price = in_force(periods, utc_day(when) or today())
+            price = in_force(periods, days_of(when)[0] or today())
         out = []
         for bit, rate in enumerate(price.above if above else price.base):
             if mask >> bit & 1:

@@ -17,14 +17,15 @@ says that the file is still the one that was read:
   and mtime: ctime tells) is read again from its first byte.
 
 A cache never changes a figure. It is dropped whole when the price table's
-long-context thresholds change (they decide which sum a turn falls in).
+long-context thresholds or the time zone change (they decide which sum a
+turn falls in).
 """
 import os
 
 from pantolib import cache, pricing
 from pantolib.errors import SessionError
 
-VERSION = 1
+VERSION = 2
 NAME = "cost-cache.json"
 EDGE = 4096
 # an entry: [ident, covered, edges, started, header id, created, last, bad, torn, rows, refused]
@@ -54,11 +55,13 @@ class Files:
     def __init__(self, prices, use=True, env=None):
         self.prices, self.use = prices, use
         self.file = cache.path(NAME, env)
-        self.tiers = prices.tiers()
+        self.tiers, self.zone = prices.tiers(), cache.zone()
+        self._quarters = {}   # for pricing.when_key
         self.entries, self.changed, self.seen = {}, False, set()
         if use:
             data = cache.load(self.file, VERSION)
-            if type(data) is dict and data.get("tiers") == self.tiers and type(data.get("files")) is dict:
+            if (type(data) is dict and data.get("tiers") == self.tiers and data.get("zone") == self.zone
+                    and type(data.get("files")) is dict):
                 self.entries = data["files"]
 
     def save(self):
@@ -67,7 +70,7 @@ class Files:
         gone = [p for p in self.entries if p not in self.seen and not os.path.exists(p)]
         for p in gone:
             del self.entries[p]
-        cache.save(self.file, VERSION, {"tiers": self.tiers, "files": self.entries})
+        cache.save(self.file, VERSION, {"tiers": self.tiers, "zone": self.zone, "files": self.entries})
 
     def read(self, name, st, span=None):
         """The File of the session file at `name` (`st`: its os.stat), or None when
@@ -121,7 +124,7 @@ class Files:
                 pass
         f.seek(start)
         scan = pricing.Scan(f, name, start=start, started=start > 0)
-        tokens = pricing.Tokens(self.prices, sums)
+        tokens = pricing.Tokens(self.prices, sums, self._quarters)
         add = tokens.add
         try:
             for entry in scan:

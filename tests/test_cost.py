@@ -707,7 +707,7 @@ def assert_cache_agrees(extra=()):
     return orjson.loads(run(["panto-cost", "--all", "--json", "--by", "session", *extra]).stdout)
 
 
-def test_cached_and_uncached_reports_agree_as_files_change(prices, tmp_path):
+def test_cached_and_uncached_reports_agree_as_files_change(prices, tmp_path, monkeypatch):
     prices(TIERED_TOML)
     from test_hostile import SCHEMA, TORN
 
@@ -784,6 +784,11 @@ def test_cached_and_uncached_reports_agree_as_files_change(prices, tmp_path):
     assert_cache_agrees()
     prices(TIERED_TOML.replace("above_tokens = 5000", "above_tokens = 2000"))
     assert_cache_agrees()
+    # another time zone: other local days
+    days = {d["day"] for d in cost_json("--all", "--by", "day")[0]["days"]}
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")
+    assert_cache_agrees()
+    assert {d["day"] for d in cost_json("--all", "--by", "day")[0]["days"]} != days
 
 
 def test_the_caches_are_private_whatever_the_umask(prices):

@@ -733,8 +733,10 @@ class Tally:
 
     def __init__(self, prices, by=None, since=None, until=None):
         self.prices, self.by, self.since, self.until = prices, by, since, until
-        self.parts = []   # (group, Tokens.sums or a list of Tokens rows)
-        self._sums = {}   # group -> Tokens.sums, of the entries added one by one
+        self.parts = []   # (group, Tokens.sums) of the entries added one by one, priced when asked
+        self._sums = {}   # group -> its Tokens.sums in parts
+        self._merged = {}  # the rows of the sums merged, priced already
+        self._rates_memo, self._days_memo = {}, {}
         self._tokens = Tokens(prices)
         self._rows = self._rollups = None
 
@@ -749,23 +751,26 @@ class Tally:
         self._rows = self._rollups = None
 
     def merge(self, group, sums):
-        """Add token sums: a Tokens.sums dict or a list of Tokens rows (e.g. one file's)."""
-        self.parts.append((group, sums))
+        """Add token sums: a Tokens.sums dict or a list of Tokens rows (e.g. one
+        file's), priced at once (nothing of them is kept)."""
+        self._price(((group, sums),), self._merged)
         self._rows = self._rollups = None
 
     @property
     def rows(self):
         """(group, provider, model) -> FIELDS, priced now."""
         if self._rows is None:
-            self._rows = self._price()
+            rows = {k: list(v) for k, v in self._merged.items()}
+            self._rows = self._price(self.parts, rows)
         return self._rows
 
-    def _price(self):
-        rows, rates, days = {}, {}, {}
+    def _price(self, parts, rows):
+        """Price parts ((group, sums), ...) into rows; returns rows."""
+        rates, days = self._rates_memo, self._days_memo
         by_day, ranged = self.by == "day", self.since is not None or self.until is not None
         since, until = self.since or "", self.until or "\uffff"
         width = len(FIELDS)
-        for group, sums in self.parts:
+        for group, sums in parts:
             items = sums.items() if type(sums) is dict else ((tuple(r[:5]), r[5:]) for r in sums)
             for key, v in items:
                 if by_day or ranged:

@@ -141,7 +141,7 @@ class Files:
             bad = [list(b) for b in scan.bad]
         last = _last(f) if span is not None else _UNKNOWN
         rows = tokens.rows()
-        if not tokens.today_dependent:
+        if self.use and not tokens.today_dependent:
             self._store(key, [ident, scan.covered, _edges(f, scan.covered), scan.started, header_id,
                               created, last, bad, scan.torn, rows, None])
         return File(header_id, rows, bad, scan.torn, created, last)

@@ -89,20 +89,27 @@ def text(s):
     return {"type": "text", "text": s}
 
 
-def usage_of(msg):
-    """The usage of an assistant message as five ints, or None when unknown.
+USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "reasoning", "cacheWrite1h")
 
-    Missing, non-integer and negative fields read as 0 (SPEC §3).
-    """
-    u = msg.get("usage")
-    if not isinstance(u, dict):
+
+def usage_counts(u):
+    """A raw `usage` value as six ints in USAGE_KEYS order, or None when it is
+    not an object (unknown). Missing, non-integer and negative fields read as
+    0 (SPEC §3). The one definition of that rule; it runs once per priced
+    entry, so it is written out without calls."""
+    if type(u) is not dict:
         return None
+    g = u.get
+    a, b, c, d, e, f = g("input"), g("output"), g("cacheRead"), g("cacheWrite"), g("reasoning"), g("cacheWrite1h")
+    return (a if type(a) is int and a > 0 else 0, b if type(b) is int and b > 0 else 0,
+            c if type(c) is int and c > 0 else 0, d if type(d) is int and d > 0 else 0,
+            e if type(e) is int and e > 0 else 0, f if type(f) is int and f > 0 else 0)
 
-    def n(key):
-        v = u.get(key)
-        return v if type(v) is int and v > 0 else 0
 
-    return {k: n(k) for k in ("input", "output", "cacheRead", "cacheWrite", "reasoning", "cacheWrite1h")}
+def usage_of(msg):
+    """The usage of an assistant message as a dict of ints (USAGE_KEYS), or None when unknown."""
+    n = usage_counts(msg.get("usage"))
+    return None if n is None else dict(zip(USAGE_KEYS, n))
 
 
 def usage_dict(input=0, output=0, cache_read=0, cache_write=0, reasoning=0, cache_write_1h=0):

@@ -43,11 +43,13 @@ def summarize(path, needle=None):
 
 
 class Lister:
-    def __init__(self, env=None, warn=None):
-        self.env = env
+    """Summaries of session files through the cache (`use=False`: the cache is neither read nor written)."""
+
+    def __init__(self, env=None, warn=None, use=True):
+        self.env, self.use = env, use
         self.warn = warn or (lambda msg: None)
         self.cache_path = os.path.join(paths.cache_dir(env), CACHE_NAME)
-        self.cache = self._load_cache()
+        self.cache = self._load_cache() if use else {}
         self.changed = False
 
     def _load_cache(self):
@@ -68,7 +70,7 @@ class Lister:
 
     def save(self):
         """Write the cache back if it changed: 0600 in a 0700 folder, whatever the umask."""
-        if not self.changed:
+        if not (self.changed and self.use):
             return
         directory = os.path.dirname(self.cache_path)
         tmp = f"{self.cache_path}.{os.getpid()}.tmp"
@@ -94,13 +96,18 @@ class Lister:
                 pass   # a cache that cannot be written only costs speed
 
     def sessions(self, directories, cwd=None, needle=None):
-        """Summaries (dicts) of the session files in these folders, most
-        recently active first; cwd keeps only the sessions of that directory.
-        With a scan.Needle each also has a "match": its first matching
-        snippet, or None (a file is read once, for both, when not cached)."""
+        """Summaries (dicts) of the session files in these folders (or of
+        (folder, paths.list_dir(folder)) pairs), most recently active first;
+        cwd keeps only the sessions of that directory. With a scan.Needle
+        each also has a "match": its first matching snippet, or None (a file
+        is read once, for both, when not cached)."""
         out, listed, seen = [], set(), set()
         for directory in directories:
-            for path, st in paths.list_dir(directory):
+            if isinstance(directory, tuple):
+                directory, files = directory
+            else:
+                files = paths.list_dir(directory)
+            for path, st in files:
                 seen.add(path)
                 key = _key(st)
                 info = self._cached(path, key)

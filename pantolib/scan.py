@@ -35,14 +35,80 @@ TAIL_LINES = 64
 # A compaction's summary object has a role too, but is not a "message" key.
 # (Each branch starts with a different letter, so a miss costs one compare.)
 _MESSAGE = rb'\{"(?:r(?<="message":\{"r)ole":"|t(?:ype"(?::(?:"(?:message"|sessionInf)|\s)|\s)))(.)'
-_compiled = None
+# Lines of many kilobytes are walked one by one instead (the C library's
+# memchr finds their ends far faster than the pattern above crosses their
+# text), each matched from its start as panto writes it: a message's
+# envelope (type, id, parentId, timestamp, string stamps) up to its role,
+# a name, or any other entry type. A line laid out otherwise sends the file
+# to the careful reading.
+_LINE = (rb'\{"type":"(?:message","id":"[^"\\]*","parentId":(?:null|"[^"\\]*"),"timestamp":"[^"\\]*",'
+         rb'(?:"[A-Za-z]+":"[^"\\]*",)*"message":\{"role":"(user|assistant|system)"'
+         rb'|(sessionInfo)"|(?!message")[^"\\]*")')
+LONG_LINE = 4096           # from this mean length on, lines are walked
+_compiled = {}
 
 
-def _pattern():
-    global _compiled
-    if _compiled is None:           # compiled on first use: a cached listing never needs it
-        _compiled = re.compile(_MESSAGE)
-    return _compiled
+def _pattern(which=_MESSAGE):
+    p = _compiled.get(which)
+    if p is None:           # compiled on first use: a cached listing never needs it
+        p = _compiled[which] = re.compile(which)
+    return p
+
+
+def _counts(buf, end):
+    """(users, assistants, systems, names, other) found in the whole lines buf[:end]
+    (other > 0: some line is not laid out as panto writes it)."""
+    counts = _walk(buf, end)   # it hands the buffer back when its first lines are short
+    if counts is not None:
+        return counts
+    found = b"".join(_pattern().findall(buf, 0, end))
+    starts, infos = found.count(b","), found.count(b"o")
+    u, a, sy = found.count(b"u"), found.count(b"a"), found.count(b"s")
+    roles = u + a + sy
+    return u, a, sy, infos, starts != roles or starts + infos + roles != len(found)
+
+
+def line_role(raw):
+    """The byte rule of a walked line (no line feed): "user", "assistant" or
+    "system" for a message entry of that role, "" for any other entry type or
+    a name, None for a line not laid out as panto writes (read carefully).
+    On every line the stream accepts (stream.classify) it agrees with
+    `role_of` (a test checks it on random and hostile lines); a line it
+    refuses (which panto-log replay reports) is taken by its envelope."""
+    m = _pattern(_LINE).match(raw)
+    if m is None:
+        return None
+    return m.group(1).decode() if m.group(1) is not None else ""
+
+
+def _walk(buf, end):
+    """_counts of a buffer of long lines, one line at a time (line_role's rule);
+    None when its first 16 lines are shorter than LONG_LINE on average (and
+    the whole-buffer pattern is faster)."""
+    match, find = _pattern(_LINE).match, buf.find
+    u = a = sy = infos = 0
+    pos, lines = 0, 0
+    while pos < end:
+        lines += 1
+        if lines == 16 and pos < 16 * LONG_LINE:
+            return None
+        nl = find(b"\n", pos, end)
+        if nl > pos:
+            m = match(buf, pos, nl)
+            if m is None:
+                return u, a, sy, infos, 1
+            role = m.group(1)
+            if role is not None:
+                if role == b"user":
+                    u += 1
+                elif role == b"assistant":
+                    a += 1
+                else:
+                    sy += 1
+            elif m.group(2) is not None:
+                infos += 1
+        pos = nl + 1
+    return u, a, sy, infos, 0
 
 
 _INFO = b'"sessionInfo"'
@@ -166,11 +232,8 @@ def summarize(path, needle=None):
         users = assistants = 0
         info = False
         for buf, end in chunks(f, first=rest):
-            found = b"".join(_pattern().findall(buf, 0, end))
-            starts, infos = found.count(b","), found.count(b"o")
-            u, a = found.count(b"u"), found.count(b"a")
-            roles = u + a + found.count(b"s")
-            if starts != roles or starts + infos + roles != len(found):
+            u, a, _, infos, other = _counts(buf, end)
+            if other:
                 # not every line is laid out as panto writes it: count line by line
                 f.seek(0)
                 s = _summarize_lines(f, Summary(header))
@@ -249,6 +312,11 @@ def activity(last, mtime_ns):
     timestamp, the file's mtime only when no entry has a valid one (SPEC §4.2)."""
     t = epoch(last)
     return mtime_ns / 1e9 if t is None else t
+
+
+def tail_timestamp(f):
+    """last_timestamp of an open file (its position is left at the end)."""
+    return _last_timestamp(f)
 
 
 def _last_timestamp(f):

@@ -646,3 +646,207 @@ def test_man_page_synopsis_matches_usage():
     flat = " ".join(line for line in text.splitlines() if not line.startswith("."))
     for u in usage:
         assert " ".join(u.split()) in " ".join(flat.split()), (u, flat)
+
+
+# --- the caches: a report read through them is the report read afresh ------------------------
+
+TIERED_TOML = SEED_TOML + """
+[[anthropic."claude-sonnet-4-20250514".changes]]
+since = 2026-04-25
+cache_read = 0.1
+above_tokens = 5000
+input_above = 6.0
+output_above = 22.5
+cache_read_above = 0.6
+cache_write_above = 7.5
+"""
+
+
+def cache_dir():
+    return os.path.join(os.environ["XDG_CACHE_HOME"], "panto")
+
+
+def tree_session(i, turns, day="2026-04-2"):
+    """A session of the sessions folder with turns of two models over two days (UTC and local)."""
+    sid = f"0199aaaa-0000-7000-8000-{i:012d}"
+    b = Builder(sid=sid, cwd=f"/w/{i % 2}", ts=f"{day}3T23:00:00.000Z")
+    for n in range(turns):
+        ts = f"{day}{4 + n % 2}T{(n * 7) % 24:02d}:{n % 60:02d}:{(n * 13) % 60:02d}.{n % 1000:03d}Z"
+        model = SONNET if n % 3 else GPT4O
+        b.user(f"question {n}", model=model, ts=ts)
+        if n % 5 == 4:
+            b.assistant(model=model, ts=ts, no_usage=True)
+        else:
+            b.assistant(model=model, ts=ts, input=100 * n + 1, output=10 * n, cacheRead=1000 * (n % 4),
+                        cacheWrite=50 * (n % 3), cacheWrite1h=20 * (n % 2))
+    path = os.path.join(paths.sessions_root(), paths.encode_cwd(f"/w/{i % 2}"), sid + ".jsonl")
+    return b.write(path)
+
+
+REPORTS = [["--by", by] for by in ("model", "session", "day")] + [
+    ["--by", "day", "--since", "2026-04-25"], ["--by", "session", "--until", "2026-04-24"],
+    ["--by", "model", "--since", "2026-04-25", "--until", "2026-04-25"]]
+
+
+def assert_cache_agrees(extra=()):
+    """Every report, cached (twice: read on, then remembered) and afresh, with its notes."""
+    for report in REPORTS:
+        argv = ["panto-cost", "--all", "--json", *report, *extra]
+        fresh = run([*argv, "--no-cache"])
+        assert fresh.returncode == 0 and b"Traceback" not in fresh.stderr, fresh.stderr
+        for _ in range(2):
+            cached = run(argv)
+            assert cached.returncode == 0, cached.stderr
+            assert orjson.loads(cached.stdout) == orjson.loads(fresh.stdout), report
+            assert sorted(cached.stderr.splitlines()) == sorted(fresh.stderr.splitlines()), report
+    listed = run(["panto-ls", "--all", "--json"])
+    again = run(["panto-ls", "--all", "--json"])
+    afresh = run(["panto-ls", "--all", "--json"],
+                 env=dict(os.environ, XDG_CACHE_HOME=os.path.join(os.environ["HOME"], f"fresh-{os.urandom(4).hex()}")))
+    assert listed.stdout == again.stdout == afresh.stdout and afresh.returncode == 0, afresh.stderr
+    return orjson.loads(run(["panto-cost", "--all", "--json", "--by", "session", *extra]).stdout)
+
+
+def test_cached_and_uncached_reports_agree_as_files_change(prices, tmp_path, monkeypatch):
+    prices(TIERED_TOML)
+    from test_hostile import SCHEMA, TORN
+
+    files = [tree_session(i, turns=3 + 2 * i) for i in range(5)]
+    first = assert_cache_agrees()
+    turns = first["total"]["turns"]
+
+    # appended to: one more turn, read on from where the last report stopped
+    b = Builder()
+    b.n = 1000
+    b.assistant(ts="2026-04-25T10:00:00.000Z", input=7, output=7)
+    with open(files[0], "ab") as f:
+        f.write(orjson.dumps(b.lines[-1]) + b"\n")
+    assert assert_cache_agrees()["total"]["turns"] == turns + 1
+
+    # a torn tail (not counted, named), then completed
+    line = orjson.dumps(b.lines[-1]).replace(b'"00000' , b'"10000') + b"\n"
+    with open(files[1], "ab") as f:
+        f.write(line[:-20])
+    assert assert_cache_agrees()["total"]["turns"] == turns + 1
+    with open(files[1], "ab") as f:
+        f.write(line[-20:])
+    assert assert_cache_agrees()["total"]["turns"] == turns + 2
+
+    # hostile lines in the middle and at the end of a file
+    for bad in [*TORN.values(), *SCHEMA.values()]:
+        if bad is None:
+            continue
+        with open(files[2], "ab") as f:
+            f.write(bad.replace(b'"role":"user"', b'"role":"assistant"'))
+        with open(files[2], "ab") as f:
+            f.write(orjson.dumps(b.lines[-1]).replace(b'"00000', b'"2' + os.urandom(2).hex().encode()) + b"\n")
+    assert_cache_agrees()
+
+    # cut: the file is shorter than what was read
+    data = open(files[3], "rb").read()
+    with open(files[3], "r+b") as f:
+        f.truncate(data.rindex(b"\n", 0, len(data) - 1) + 1)
+    assert_cache_agrees()
+    # cut, then grown past its old size with other lines
+    with open(files[3], "r+b") as f:
+        f.truncate(data.index(b"\n") + 1)
+        f.seek(0, 2)
+        for _ in range(20):
+            f.write(orjson.dumps(b.lines[-1]) + b"\n")
+    assert os.path.getsize(files[3]) > len(data)
+    assert_cache_agrees()
+
+    # rewritten in place: same size, mtime put back
+    st = os.stat(files[4])
+    data = open(files[4], "rb").read()
+    changed = data.replace(b'"input":1,', b'"input":9,').replace(b'"input":401,', b'"input":901,')
+    assert changed != data and len(changed) == len(data)
+    with open(files[4], "r+b") as f:
+        f.write(changed)
+    os.utime(files[4], ns=(st.st_atime_ns, st.st_mtime_ns))
+    before = assert_cache_agrees()
+    assert os.stat(files[4]).st_mtime_ns == st.st_mtime_ns
+    # replaced by another file under the same name, same size and mtime
+    tmp = files[4] + ".new"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp, files[4])
+    after = assert_cache_agrees()
+    assert before != after
+
+    # removed
+    os.unlink(files[0])
+    assert_cache_agrees()
+
+    # the price table changes: rates, then a long-context threshold
+    prices(TIERED_TOML.replace("output = 15.0", "output = 16.0"))
+    assert_cache_agrees()
+    prices(TIERED_TOML.replace("above_tokens = 5000", "above_tokens = 2000"))
+    assert_cache_agrees()
+    # another time zone: other local days
+    days = {d["day"] for d in cost_json("--all", "--by", "day")[0]["days"]}
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")
+    assert_cache_agrees()
+    assert {d["day"] for d in cost_json("--all", "--by", "day")[0]["days"]} != days
+
+
+def test_the_caches_are_private_whatever_the_umask(prices):
+    tree_session(1, turns=2)
+    import subprocess
+
+    for argv in ("panto-cost --all", "panto-cost --all --by session", "panto-ls --all"):
+        p = subprocess.run(["bash", "-c", f"umask 000 && {argv}"], capture_output=True)
+        assert p.returncode == 0, p.stderr
+    assert os.stat(cache_dir()).st_mode & 0o777 == 0o700
+    assert os.stat(os.path.dirname(cache_dir())).st_mode & 0o777 == 0o700
+    names = sorted(os.listdir(cache_dir()))
+    assert names == ["cost-cache.json", "cost-report.json", "ls-cache.json", "ls-report.json"]
+    for name in names:
+        assert os.stat(os.path.join(cache_dir(), name)).st_mode & 0o777 == 0o600
+
+
+def test_a_broken_or_foreign_cache_is_rebuilt_and_no_cache_leaves_it_alone(prices):
+    tree_session(1, turns=4)
+    want = cost_json("--all")[0]
+    for name in ("cost-cache.json", "cost-report.json"):
+        path = os.path.join(cache_dir(), name)
+        good = open(path, "rb").read()
+        head, body = good.split(b"\n", 1)
+        for bad in (b"", b"garbage", head + b"\n" + body[:-5], head + b"\n" + body.replace(b"0", b"1"),
+                    b'{"version":1,"crc32":0}\n[]', good.replace(b'"version":1', b'"version":99', 1)):
+            with open(path, "wb") as f:
+                f.write(bad)
+            got, p = cost_json("--all")
+            assert got == want and p.stderr == b"", (name, bad[:40])
+            with open(path, "wb") as f:
+                f.write(bad)
+            got, p = cost_json("--all", "--no-cache")
+            assert got == want and open(path, "rb").read() == bad
+
+
+def test_since_and_until_skip_files_outside_without_reading_them(prices):
+    old = tree_session(1, turns=4, day="2026-03-0")
+    new = tree_session(2, turns=4, day="2026-05-1")
+    # a bad line in each: only a file that is read names it
+    for path in (old, new):
+        last = open(path, "rb").read().rsplit(b'"timestamp":"', 1)[1][:24]
+        with open(path, "ab") as f:
+            f.write(b'{"type":"message","id":"x","timestamp":"%s","message":'
+                    b'{"role":"assistant","content":"not a list"}}\n' % last)
+        b = Builder()
+        b.assistant(ts=last.decode(), input=1)
+        with open(path, "ab") as f:
+            f.write(orjson.dumps(b.lines[-1]).replace(b'"00000001"', b'"zz000001"') + b"\n")
+    for extra in ([], ["--no-cache"]):
+        doc, p = cost_json("--all", "--by", "session", "--since", "2026-04-01", *extra)
+        assert [s["session"] for s in doc["sessions"]] == [os.path.basename(new)[:-6]]
+        assert old.encode() not in p.stderr and new.encode() in p.stderr
+        doc, p = cost_json("--all", "--by", "session", "--until", "2026-04-01", *extra)
+        assert [s["session"] for s in doc["sessions"]] == [os.path.basename(old)[:-6]]
+        assert new.encode() not in p.stderr and old.encode() in p.stderr
+    doc, _ = cost_json("--all", "--since", "2026-04-01", "--until", "2026-04-30")
+    assert doc["total"]["turns"] == 0 and doc["models"] == []
+    for bad in (["--since", "2026-13-01"], ["--until", "yesterday"], ["--since", "2026-05-02", "--until", "2026-05-01"]):
+        p = run(["panto-cost", "--all", *bad])
+        assert_clean_error(p, status=2, name="panto-cost")

@@ -545,9 +545,10 @@ def test_cache_is_private_whatever_the_umask(isolated):
     p = subprocess.run(["bash", "-c", "umask 000 && panto-ls"], capture_output=True)
     assert p.returncode == 0, p.stderr
     assert os.stat(cache).st_mode & 0o777 == 0o700
-    files = os.listdir(cache)
-    assert files == ["ls-cache.json"]
-    assert os.stat(os.path.join(cache, files[0])).st_mode & 0o777 == 0o600
+    files = sorted(os.listdir(cache))
+    assert files == ["ls-cache.json", "ls-report.json"]
+    for name in files:
+        assert os.stat(os.path.join(cache, name)).st_mode & 0o777 == 0o600
 
 
 def test_a_cache_that_makes_no_sense_is_rebuilt(isolated):
@@ -562,6 +563,9 @@ def test_a_cache_that_makes_no_sense_is_rebuilt(isolated):
                 orjson.dumps({"version": 3, "files": {p: [key, None]}}), b"\xff\xfe", b""):
         with open(path, "wb") as f:
             f.write(bad)
+        memo = os.path.join(os.path.dirname(path), "ls-report.json")
+        if os.path.exists(memo):
+            os.unlink(memo)          # else the remembered listing is shown, and the cache not read
         r = ls()
         assert rows(r)[0][3] == "4 messages", bad
         assert r.stderr == b""
@@ -582,3 +586,55 @@ def test_json_on_a_terminal_escapes_what_could_act_on_it(isolated):
     assert got == as_json(ls("--json")) and got[0]["firstPrompt"].startswith("prompt 8-bit CSI \x9b2J")
     table = on_a_terminal([shutil.which("panto-ls")])
     assert not any(c in table for c in RAW) and b"\\x9b2J" in table and b"<U+202E>" in table
+
+
+# -- the byte rule of a walked line agrees with the full reading ------------------------------
+
+def random_line(rng):
+    """A line as panto or another writer might lay it out, with text that mimics keys."""
+    import json
+
+    tricky = ['"message":{"role":"user"', '{"type":"message"', "\\", '"', "\n", "é", "\u2028", "assistant", ""]
+    text = "".join(rng.choice(tricky) for _ in range(rng.randint(0, 6)))
+    t = rng.choice(["message"] * 6 + ["sessionInfo", "compaction", "custom", "session", "messages", ""])
+    e = {"type": t}
+    for key, value in (("id", rng.choice(["ab12cd34", "x", 7, None])), ("parentId", rng.choice([None, "ab12cd34", 3])),
+                       ("timestamp", rng.choice(["2026-04-25T17:40:16.000Z", "t", 5]))):
+        if rng.random() < 0.9:
+            e[key] = value
+    if rng.random() < 0.5:
+        e["provider"], e["model"] = rng.choice([("openai", "gpt-4o"), ("x", 1), ("a\"b", "c")])
+    if rng.random() < 0.2:
+        e["api"] = rng.choice(["openai-responses", {"nested": "x"}])
+    role = rng.choice(["user", "assistant", "system", "tool", "", 5])
+    content = rng.choice([[{"type": "text", "text": text}], [{"type": "text", "text": 5}], "x", []])
+    e["message" if rng.random() < 0.9 else "msg"] = rng.choice(
+        [{"role": role, "content": content}, {"content": content, "role": role}, text])
+    if t == "sessionInfo":
+        e["name"] = text
+    if rng.random() < 0.2:
+        e = dict(reversed(list(e.items())))
+    if rng.random() < 0.2:
+        return json.dumps(e).encode()                 # spaced
+    return orjson.dumps(e)
+
+
+def test_the_walked_line_rule_agrees_with_the_full_reading():
+    import random
+
+    from pantolib import scan
+    from test_hostile import SCHEMA, TORN
+
+    rng = random.Random(7)
+    lines = [random_line(rng) for _ in range(20000)] + [b for b in [*TORN.values(), *SCHEMA.values()] if b]
+    decided = 0
+    for raw in lines:
+        raw = raw.rstrip(b"\n")
+        fast = scan.line_role(raw)
+        obj = scan.parse(raw)
+        if fast is None or scan.kind(obj) is None:   # read carefully, or a line the stream refuses
+            continue
+        decided += 1
+        full = scan.role_of(obj)
+        assert (full or "") == fast, raw
+    assert decided > 800

@@ -598,3 +598,156 @@ def test_the_fast_search_is_the_one_used_here():
     for chunk in (None, 13, pricing.FAST_FROM + 7):  # marks straddling chunk ends, long lines
         _, ids = scan(data, chunk=chunk)
         assert ids == ["00000001"] * n + ["c0000002"]
+
+
+# --- token sums price as their turns do, one by one ------------------------------------------
+
+SUMS_TOML = """
+[p.tiered]
+input = 1.0
+output = 2.0
+cache_read = 0.1
+above_tokens = 3000
+input_above = 2.0
+output_above = 4.0
+
+[[p.tiered.changes]]
+since = 2026-04-25
+above_tokens = 1000
+cache_write = 1.5
+cache_read_above = 0.3
+
+[p.plain]
+input = 0.5
+output = 1.5
+cache_read = 0.05
+cache_write = 0.6
+cache_write_1h = 1.2
+"""
+
+
+def random_entry(rng, i):
+    """A priced entry with usage of any shape and a timestamp of any kind."""
+    def n():
+        return rng.choice([0, 0, 1, 7, 999, 4000, -5, "12", 2.5, None, True])
+
+    usage = {k: n() for k in ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning")
+             if rng.random() < 0.8}
+    ts = rng.choice([
+        f"2026-04-{rng.randint(23, 27):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:"
+        f"{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z",
+        f"2026-04-25T{rng.randint(0, 23):02d}:30:00+05:45", "2026-04-25T23:59:59.999999Z", "2026-04-25",
+        "2026-04-25T24:00:00.000Z", "2026-04-25T10:00:99.000Z", "yesterday", None])
+    model = rng.choice(["tiered", "plain", "nowhere", None])
+    if rng.random() < 0.2:
+        e = {"type": "compaction", "id": f"c{i}", "provider": "p", "model": model, "usage": usage}
+    else:
+        m = {"role": "assistant", "content": [], "provider": "p", "model": model, "usage": usage}
+        if rng.random() < 0.1:
+            del m["usage"]
+        e = {"type": "message", "id": f"{i:08x}", "message": m}
+    if ts is not None:
+        e["timestamp"] = ts
+    return e
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Kathmandu", "America/St_Johns", "Australia/Lord_Howe"])
+def test_token_sums_price_exactly_as_their_turns(tz, monkeypatch):
+    import random
+    import time
+
+    monkeypatch.setenv("TZ", tz)
+    time.tzset()
+    try:
+        prices = pricing.parse(SUMS_TOML.encode())
+        rng = random.Random(tz)
+        entries = [random_entry(rng, i) for i in range(3000)]
+        for by in ("model", "day", "session"):
+            tally = pricing.Tally(prices, by=by)
+            split = pricing.Tally(prices, by=by)   # the same, summed in pieces (as files are)
+            want = {}
+            for i, e in enumerate(entries):
+                group = str(i % 7)
+                tally.add(e, None if by == "model" else group)
+                src = e if e["type"] == "compaction" else e["message"]
+                usage = pricing.usage_of(src)
+                price = prices.get("p", src["model"], pricing.utc_day(e.get("timestamp")) or pricing.today())
+                cost = pricing.turn_cost(usage, price)
+                g = pricing.local_day(e.get("timestamp")) if by == "day" else None if by == "model" else group
+                row = want.setdefault((g, "p", src["model"]), [0] * len(pricing.FIELDS))
+                row[0] += 1
+                if usage is not None:
+                    for j, k in ((1, "input"), (2, "output"), (3, "cacheRead"), (4, "cacheWrite"), (6, "reasoning")):
+                        row[j] += usage[k]
+                    row[5] += min(usage["cacheWrite1h"], usage["cacheWrite"])
+                row[7 if cost is not None else 8] += cost if cost is not None else 1
+                row[9] += e["type"] == "compaction"
+            for part in range(7):
+                t = pricing.Tokens(prices)
+                for e in entries[part::7]:
+                    t.add(e)
+                split.merge(None if by == "model" else str(part), t.rows())
+            assert tally.rows == want
+            assert split.rows == want
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def test_a_day_range_keeps_the_turns_of_those_local_days(monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    prices = pricing.parse(SUMS_TOML.encode())
+    t = pricing.Tally(prices, by="day", since="2026-04-25", until="2026-04-25")
+    for ts in ("2026-04-24T23:59:59.999Z", "2026-04-25T00:00:00.000Z", "2026-04-25T23:59:59.999Z",
+               "2026-04-26T00:00:00.000Z", None, "not a time"):
+        e = assistant(1, input=1)
+        if ts is None:
+            del e["timestamp"]
+        else:
+            e["timestamp"] = ts
+        t.add(e)
+    days = {g: r[0] for g, r in t.rollup("group").items()}
+    monkeypatch.delenv("TZ")
+    time.tzset()
+    assert days == {"2026-04-25": 2}    # no time, no day: outside any range
+
+
+def test_the_marks_agree_with_the_full_rule_on_random_lines():
+    """A line the scanner skips unparsed (no stream.ASSISTANT_MARK or COMPACTION_MARK)
+    is never one the full rule would price; one it parses is judged by that rule."""
+    import random
+
+    from pantolib import stream
+    from test_hostile import SCHEMA, TORN
+    from test_ls import random_line
+
+    rng = random.Random(11)
+    lines = [random_line(rng).replace(b'"role":"user"', rng.choice([b'"role":"user"', b'"role":"assistant"']))
+             .replace(b'"type":"custom"', b'"type":"compaction"') for _ in range(6000)]
+    lines += [b.rstrip(b"\n") for b in [*TORN.values(), *SCHEMA.values()] if b]
+    priced_seen = 0
+    for raw in lines:
+        try:
+            obj = orjson.loads(raw)
+            full = type(obj) is dict and obj.get("type") != "session" and pricing.priced(obj)
+            bad = False
+        except (orjson.JSONDecodeError, ValueError):
+            full, bad = False, True
+        if type(obj if not bad else None) is dict and obj.get("type") == "session":
+            bad = True           # a second header
+        data = orjson.dumps(HEADER) + b"\n" + raw + b"\n"
+        s = pricing.Scan(io.BytesIO(data), "F")
+        ids = list(s)
+        plain = pricing.Scan(io.BytesIO(data), "F", fast=False)
+        assert list(plain) == ids and plain.notes == s.notes
+        marked = stream.may_be_assistant(raw) or stream.COMPACTION_MARK in raw
+        if full:
+            priced_seen += 1
+            assert marked and len(ids) == 1 and not s.notes, raw
+        else:
+            assert ids == [], raw
+            assert bool(s.notes) == (marked and bad), (raw, s.notes)
+    assert priced_seen > 100

@@ -1,21 +1,26 @@
 """Report what panto sessions cost, exactly, from their usage and models.toml.
 
 Usage:
-  panto-cost [--all] [--by=KEY] [--json] [--strict] [--prices=FILE] [FILE...]
+  panto-cost [--all] [--by=KEY] [--since=DAY] [--until=DAY] [--json] [--strict] [--prices=FILE] [--no-cache] [FILE...]
   panto-cost --example-prices
   panto-cost -h | --help
   panto-cost --version
 
 Reads a panto stream on stdin, or session FILEs ("-" is stdin), and prices
 every assistant entry on every branch. Unknown prices are never counted
-as free: the total then reads "≥ $X (N turns unpriced)".
+as free: the total then reads "≥ $X (N turns unpriced)". What was read of
+each file is remembered (token counts, in the cache directory), so a report
+reads again only what was added since.
 
 Options:
   --all             Every session of every directory, with any FILEs.
   --by=KEY          Rows per model, session or day [default: model].
+  --since=DAY       Only the turns of this local day (YYYY-MM-DD) and after.
+  --until=DAY       Only the turns of this local day (YYYY-MM-DD) and before.
   --json            Print one JSON object (picodollars, exact integers).
   --strict          Exit 1 when any turn is unpriced.
   --prices=FILE     Price table (default: models.toml in the config directory).
+  --no-cache        Read every file whole; leave the cache as it is.
   --example-prices  Print a starter models.toml, to check and save.
   -h --help         Show this help.
   --version         Show the version.
@@ -43,72 +48,172 @@ def main(argv=None):
     if by not in BY:
         raise UsageError(f"--by takes model, session or day, not '{by}'")
 
+    span = (_day_option(args, "--since"), _day_option(args, "--until"))
+    if span[0] is not None and span[1] is not None and span[0] > span[1]:
+        raise UsageError(f"--since {span[0]} is after --until {span[1]}")
+
     from pantolib import pricing
     from pantolib.errors import PantoError
 
     if args["--prices"] is not None and not os.path.exists(args["--prices"]):
         raise PantoError(f"--prices '{args['--prices']}': no such file")
-    prices = pricing.load(args["--prices"])
-    for note in prices.notes:
-        _warn(note)
-
-    tally = pricing.Tally(prices, by=by)
     files = list(args["FILE"])
-    seen = set()  # (device, inode) of every file counted: each is counted once
-    if args["--all"]:
-        _all_sessions(tally, by, seen)
-    elif not files:
+    if not args["--all"] and not files:
         if os.isatty(0):
             raise UsageError("no input: pipe a stream in, or name FILEs, or use --all")
         files = ["-"]
+    inputs = []    # (name, os.stat) of each file, in order; ("-", None) for stdin
+    if args["--all"]:
+        from pantolib import paths
+
+        for d in paths.all_dirs():
+            inputs.extend(sorted(paths.list_dir(d)))
     for name in files:
         if name == "-":
-            _count(tally, cli.stdin(), "<stdin>", by, stream=True)
+            inputs.append((name, None))
         else:
             from pantolib.session import check_path
 
             check_path(name)  # a directory or a device is no session
-            with open(name, "rb") as f:
-                if _first_time(f, seen):
-                    _count(tally, f, name, by)
+            inputs.append((name, os.stat(name)))
+
+    global _said
+    _said = []
+    use = not args["--no-cache"]
+    key = _report_key(args, inputs) if use else None
+    if key is not None:
+        from pantolib import cache
+
+        memo = cache.recall(REPORT, key)
+        if memo is not None:
+            _write(memo[0], args["--json"])
+            for note in memo[1]:
+                _warn(note)
+            return memo[2]
+    out, status = _report(args, inputs, by, span, use)
+    _write(out, args["--json"])
+    if key is not None:
+        cache.remember(REPORT, key, out, _said, status)
+    return status
+
+
+def _write(out, json):
+    if json and sys.stdout.isatty():     # model and session names come from files
+        from pantolib.terminal import visible_json
+
+        out = visible_json(out)
+    cli.stdout().write(out)
+
+
+REPORT = "cost-report.json"
+_said = []
+
+
+def _report_key(args, inputs):
+    """What a report depends on, hashed (cache.key): the options, every file's
+    identity and state, the price table's, and today's date; None for stdin."""
+    from pantolib import cache, pricing
+
+    if any(st is None for _, st in inputs):
+        return None
+    prices = args["--prices"] or pricing.default_path()
+    try:
+        table = cache.idents([(prices, os.stat(prices))])
+    except OSError:
+        table = None
+    return cache.key({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(prices), table,
+                     pricing.today(), os.getcwd(), cache.idents(inputs))
+
+
+def _report(args, inputs, by, span, use):
+    """(the report's bytes, the exit status), reading the files (through the cache)."""
+    from pantolib import pricing, tallies
+    from pantolib.errors import SessionError
+
+    prices = pricing.load(args["--prices"])
+    for note in prices.notes:
+        _warn(note)
+    tally = pricing.Tally(prices, by=by, since=span[0], until=span[1])
+    reader = tallies.Files(prices, use=use)
+    span = None if span == (None, None) else span
+    seen = set()  # (device, inode) of every file counted: each is counted once
+    every = len(inputs) - len(args["FILE"])   # the first ones come from --all
+    for i, (name, st) in enumerate(inputs):
+        if st is None:
+            _count_stream(tally, cli.stdin(), "<stdin>", by)
+        elif i >= every:
+            if _first_time(st, seen):
+                _count(tally, reader, name, st, by, span)
+        else:
+            try:
+                if _first_time(st, seen):
+                    _count(tally, reader, name, st, by, span)
+            except (SessionError, OSError) as e:
+                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                _warn(f"skipped '{name}': {why}" if isinstance(e, OSError) else f"skipped {why}")
+    reader.save()
 
     total = pricing.as_dict(tally.rollup("total"))
-    out = cli.stdout()
     if args["--json"]:
-        data = _json(tally, by, total)
-        if sys.stdout.isatty():       # model and session names come from files
-            from pantolib.terminal import visible_json
-
-            data = visible_json(data)
-        out.write(data)
+        out = _json(tally, by, total)
     else:
-        out.write(_table(tally, by, total).encode("utf-8", "replace"))
-    out.flush()
-
+        out = _table(tally, by, total).encode("utf-8", "replace")
     if total["unpricedTurns"]:
         if prices.missing:
             _warn(f"no price table at '{prices.path}' (start one with: "
-                           f"panto-cost --example-prices > '{prices.path}', then check it)")
+                  f"panto-cost --example-prices > '{prices.path}', then check it)")
         if args["--strict"]:
             n = total["unpricedTurns"]
             models = sorted({_model_label(p, m) for (p, m), row in tally.rollup("model").items()
-                             if pricing.as_dict(row)["unpricedTurns"]})
+                             if row[8]})
             _warn(f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(models)} "
-                           f"(give their prices in '{prices.path}')")
-            return cli.FAIL
-    return cli.OK
+                  f"(give their prices in '{prices.path}')")
+            return out, cli.FAIL
+    return out, cli.OK
 
 
-def _count(tally, f, name, by, stream=False):
-    from pantolib.pricing import Scan
+def _day_option(args, option):
+    """The YYYY-MM-DD of --since/--until, or None; a usage error otherwise."""
+    day = args[option]
+    if day is None:
+        return None
+    import datetime
 
-    scan = Scan(f, name, stream=stream)
-    group = name
-    add = tally.add
+    try:
+        if len(day) == 10:
+            return datetime.date.fromisoformat(day).isoformat()
+    except ValueError:
+        pass
+    from pantolib.errors import UsageError
+
+    raise UsageError(f"{option} takes a day as YYYY-MM-DD, not '{day}'")
+
+
+def _count(tally, reader, name, st, by, span):
+    """Count one session file, through the cache."""
+    got = reader.read(name, st, span)
+    if got is None:   # no entry of it can be in --since/--until
+        return
+    group = None
+    if by == "session":
+        group = name if got.header_id is None else got.header_id
+    tally.merge(group, got.sums)
+    for note in got.notes(name):
+        _warn(note)
+
+
+def _count_stream(tally, f, name, by):
+    """Count a stream (stdin): read once, never cached."""
+    from pantolib.pricing import Scan, Tokens
+
+    scan = Scan(f, name, stream=True)
+    tokens = Tokens(tally.prices)
     for entry in scan:
-        if by == "session" and scan.header is not None:
-            group = scan.header["id"]
-        add(entry, group)
+        tokens.add(entry)
+    group = None
+    if by == "session":
+        group = name if scan.header is None else scan.header["id"]
+    tally.merge(group, tokens.sums)
     for note in scan.notes:
         _warn(note)
     from pantolib import stream as format_
@@ -119,10 +224,9 @@ def _count(tally, f, name, by, stream=False):
               f"count only what it holds (price the session file, or panto-log replay without --context)")
 
 
-def _first_time(f, seen):
-    """Whether the open file f is counted for the first time (by device and inode:
-    a path given twice, a symlink or a hard link to a file already read is not)."""
-    st = os.fstat(f.fileno())
+def _first_time(st, seen):
+    """Whether the file (its os.stat) is counted for the first time (by device and
+    inode: a path given twice, a symlink or a hard link to a file already read is not)."""
     key = (st.st_dev, st.st_ino)
     if key in seen:
         return False
@@ -130,26 +234,11 @@ def _first_time(f, seen):
     return True
 
 
-def _all_sessions(tally, by, seen):
-    """Every session file under the sessions directory; foreign files are skipped with a note."""
-    from pantolib import paths
-    from pantolib.errors import SessionError
-
-    for d in paths.all_dirs():
-        for path, _ in sorted(paths.list_dir(d)):
-            try:
-                with open(path, "rb") as f:
-                    if _first_time(f, seen):
-                        _count(tally, f, path, by)
-            except (SessionError, OSError) as e:
-                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-                _warn(f"skipped '{path}': {why}" if isinstance(e, OSError) else f"skipped {why}")
-
-
 def _warn(message):
     """A note on stderr; file names and model ids in it come from files: shown, never executed."""
     from pantolib.terminal import visible_line
 
+    _said.append(message)
     cli.warn(NAME, visible_line(message))
 
 

@@ -1,7 +1,7 @@
 """List panto sessions, most recently active first.
 
 Usage:
-  panto-ls [--all] [--json] [--grep=TEXT]
+  panto-ls [--all] [--json] [--grep=TEXT] [--no-cache]
   panto-ls -h | --help
   panto-ls --version
 
@@ -15,6 +15,7 @@ Options:
   --json        One JSON object per session (full id, path, cwd, times...).
   --grep=TEXT   Only the sessions whose messages (text, tool calls and
                 results, any role) contain TEXT, in any case.
+  --no-cache    Read every file; leave the cache as it is.
   -h --help     Show this help.
   --version     Show the version.
 """
@@ -35,19 +36,51 @@ def main(argv=None):
     grep = args["--grep"]
     if grep is not None and not grep:
         raise UsageError("--grep needs some text to look for")
-    lister = listing.Lister(warn=lambda msg: cli.warn(NAME, msg))
     if args["--all"]:
         dirs, cwd = paths.all_dirs(), None
     else:
         dirs, cwd = [paths.session_dir()], os.getcwd()
-    found = lister.sessions(dirs, cwd, None if grep is None else scan.Needle(grep))
+    listed = [(d, paths.list_dir(d)) for d in dirs]
+    use = not args["--no-cache"]
+    key = None
+    if use:
+        from pantolib import cache
+
+        key = cache.key(args, os.getcwd(), [(d, cache.idents(files)) for d, files in listed])
+        memo = cache.recall(MEMO, key)
+        if memo is not None:
+            for note in memo[1]:
+                cli.warn(NAME, note)
+            _write(memo[0], args["--json"])
+            return memo[2]
+    said = []
+
+    def warn(message):
+        said.append(message)
+        cli.warn(NAME, message)
+
+    lister = listing.Lister(warn=warn, use=use)
+    found = lister.sessions(listed, cwd, None if grep is None else scan.Needle(grep))
     lister.save()
+    out = _rows(args, found, grep)
+    _write(out, args["--json"])
+    if key is not None:
+        cache.remember(MEMO, key, out, said, cli.OK)
+    return cli.OK
+
+
+MEMO = "ls-report.json"
+
+
+def _rows(args, found, grep):
+    """The listing's bytes."""
+    from pantolib import listing, scan
+
     prefixes = listing.unique_prefixes(s["id"] for s in found)   # unique among all listed
     if grep is not None:
         found = [s for s in found if s["match"] is not None]
     if args["--json"]:
-        _json(found, grep is not None)
-        return cli.OK
+        return _json(found, grep is not None)
     from pantolib.terminal import visible_line
 
     rows = []  # written at once: stdout may be unbuffered (PYTHONUNBUFFERED)
@@ -60,8 +93,15 @@ def main(argv=None):
         if grep is not None:
             row.append(s["match"])
         rows.append("\t".join(row) + "\n")
-    cli.stdout().write("".join(rows).encode("utf-8", "replace"))
-    return cli.OK
+    return "".join(rows).encode("utf-8", "replace")
+
+
+def _write(out, json):
+    if json and sys.stdout.isatty():     # a person reads it: nothing in a title may act on the terminal
+        from pantolib.terminal import visible_json
+
+        out = visible_json(out)
+    cli.stdout().write(out)
 
 
 def _json(found, grep):
@@ -75,12 +115,7 @@ def _json(found, grep):
         if grep:
             obj["match"] = s["match"]
         rows.append(orjson.dumps(obj) + b"\n")
-    data = b"".join(rows)
-    if sys.stdout.isatty():           # a person reads it: nothing in a title may act on the terminal
-        from pantolib.terminal import visible_json
-
-        data = visible_json(data)
-    cli.stdout().write(data)
+    return b"".join(rows)
 
 
 def _iso(secs):

@@ -1,0 +1,115 @@
+"""The private caches under $XDG_CACHE_HOME/panto/ (else ~/.cache/panto/).
+
+panto-ls keeps there what it lists of each session file (ls-cache.json),
+panto-cost the token sums of each file and how far they reach
+(cost-cache.json). Both hold text from sessions (first prompts, names, model
+ids), so they are written 0600 in a 0700 folder whatever the umask, whole
+or not at all (a temporary file renamed over the old one). A cache that is
+missing, unreadable, of another version or that makes no sense is treated
+as empty and rebuilt; one that cannot be written only costs speed. Deleting
+the folder (or `panto-cost --no-cache`, `panto-ls --no-cache`) is always safe.
+"""
+import os
+
+import orjson
+
+from pantolib import paths
+
+
+def path(name, env=None):
+    return os.path.join(paths.cache_dir(env), name)
+
+
+def load(file, version, head=None):
+    """The `data` a cache file holds for this version, or None (missing, another
+    version, or not whole: its first line holds the version and a CRC-32 of the
+    rest). With `head`, only a file whose first line also holds these items is
+    read on (a key that differs costs one short read)."""
+    import zlib
+
+    try:
+        with open(file, "rb") as f:
+            first = f.readline(4096)
+            top = orjson.loads(first) if first.endswith(b"\n") else None
+            if type(top) is not dict or top.get("version") != version:
+                return None
+            if head is not None and any(top.get(k) != v for k, v in head.items()):
+                return None
+            body = f.read()
+        if top.get("crc32") != zlib.crc32(body):
+            return None
+        return orjson.loads(body)
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def save(file, version, data, head=None):
+    """Write the cache file: 0600 in a 0700 folder, atomically; False if it could not be."""
+    import zlib
+
+    directory = os.path.dirname(file)
+    tmp = f"{file}.{os.getpid()}.tmp"
+    try:
+        body = orjson.dumps(data)
+        top = orjson.dumps({"version": version, "crc32": zlib.crc32(body), **(head or {})}) + b"\n"
+        paths.make_dirs(directory)
+        os.chmod(directory, 0o700)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            for view in (memoryview(top), memoryview(body)):
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, file)
+        return True
+    except (OSError, TypeError, orjson.JSONEncodeError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+
+
+def key(*parts):
+    """A hash of what a remembered output depends on (orjson-able parts), with
+    the time zone and panto's version: the key of `recall` and `remember`."""
+    import hashlib
+
+    from pantolib import __version__
+
+    doc = [__version__, zone(), *parts]
+    return hashlib.blake2b(orjson.dumps(doc), digest_size=20).hexdigest()
+
+
+def zone():
+    """What says which time zone local days are read in: $TZ, the offsets, /etc/localtime."""
+    import time
+
+    try:
+        st = os.stat("/etc/localtime")
+        local = [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
+    except OSError:
+        local = None
+    return [os.environ.get("TZ"), time.timezone, time.altzone, list(time.tzname), local]
+
+
+def idents(listed):
+    """(path, device, inode, size, mtime, ctime) of (path, os.stat) pairs, for a key."""
+    return [(p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for p, st in listed]
+
+
+MEMO_VERSION = 1
+
+
+def recall(name, k):
+    """(output bytes, notes, status) remembered under key k in cache file `name`, or None."""
+    memo = load(path(name), MEMO_VERSION, {"key": k})
+    if type(memo) is dict:
+        return memo["out"].encode(), memo["notes"], memo["status"]
+    return None
+
+
+def remember(name, k, out, notes, status):
+    save(path(name), MEMO_VERSION, {"out": out.decode(), "notes": list(notes), "status": status}, {"key": k})

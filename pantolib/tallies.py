@@ -1,0 +1,196 @@
+"""The token sums of session files, read once and then only where they grew.
+
+panto's session files are append-only, so a report need not read again what
+it read before: for each file, cost-cache.json (cache.py) keeps the token
+sums of its priced entries (pricing.Tokens: counts by provider, model, time
+and price tier, never dollars, so a changed models.toml prices them
+afresh), the offset of the end of the last whole line they cover, and what
+says that the file is still the one that was read:
+
+- its identity and state (device, inode, size, mtime, ctime): all alike,
+  and nothing is read at all;
+- else the same device and inode, a different size, and the same bytes at
+  both ends of what was covered (a hash of its first and last 4 KB, and
+  the covered part no longer than the file): it grew, and only the new bytes
+  are read, from the covered offset on;
+- anything else (replaced, cut, rewritten in place even with the same size
+  and mtime: ctime tells) is read again from its first byte.
+
+A cache never changes a figure. It is dropped whole when the price table's
+long-context thresholds or the time zone change (they decide which sum a
+turn falls in).
+"""
+import os
+
+from pantolib import cache, pricing
+from pantolib.errors import SessionError
+
+VERSION = 2
+NAME = "cost-cache.json"
+EDGE = 4096
+# an entry: [ident, covered, edges, started, header id, created, last, bad, torn, rows, refused]
+_LEN = 11
+_UNKNOWN = False   # `last` not looked for yet
+
+
+class File:
+    """What a report needs of one file: its group, token sums, notes, times."""
+
+    __slots__ = ("header_id", "sums", "bad", "torn", "created", "last")
+
+    def __init__(self, header_id, sums, bad, torn, created, last):
+        self.header_id, self.sums, self.bad, self.torn = header_id, sums, bad, torn
+        self.created, self.last = created, last
+
+    def notes(self, name):
+        out = [f"{name}:{n}: {why}; not counted" for n, why in self.bad]
+        if self.torn is not None:
+            out.append(f"{name}:{self.torn}: the last line has no line feed (a torn write); ignored")
+        return out
+
+
+class Files:
+    """Session files read through the cache (`use=False`: read whole, cache untouched)."""
+
+    def __init__(self, prices, use=True, env=None):
+        self.prices, self.use = prices, use
+        self.file = cache.path(NAME, env)
+        self.tiers, self.zone = prices.tiers(), cache.zone()
+        self._quarters = {}   # for pricing.when_key
+        self.entries, self.changed, self.seen = {}, False, set()
+        if use:
+            data = cache.load(self.file, VERSION)
+            if (type(data) is dict and data.get("tiers") == self.tiers and data.get("zone") == self.zone
+                    and type(data.get("files")) is dict):
+                self.entries = data["files"]
+
+    def save(self):
+        if not (self.use and self.changed):
+            return
+        gone = [p for p in self.entries if p not in self.seen and not os.path.exists(p)]
+        for p in gone:
+            del self.entries[p]
+        cache.save(self.file, VERSION, {"tiers": self.tiers, "zone": self.zone, "files": self.entries})
+
+    def read(self, name, st, span=None):
+        """The File of the session file at `name` (`st`: its os.stat), or None when
+        `span` (since, until: local days) shows that none of its entries can lie
+        in it: created after `until`, or last active before `since` (entries are
+        written in time order). The file is opened only when the cache cannot say."""
+        ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        key = os.path.abspath(name)
+        self.seen.add(key)
+        old = self.entries.get(key) if self.use else None
+        if old is not None and (type(old) is not list or len(old) != _LEN):
+            old = None
+        if old is not None and old[0] == ident and (span is None or old[6] is not _UNKNOWN):
+            if old[10] is not None:
+                raise SessionError(old[10][0], name, old[10][1])
+            if span is not None and _outside(span, old[5], old[6]):
+                return None
+            if old[9] is not None:
+                return File(old[4], old[9], old[7], old[8], old[5], old[6])
+        with open(name, "rb", buffering=0) as f:
+            return self._read(f, name, key, ident, old, span)
+
+    def _read(self, f, name, key, ident, old, span):
+        st = os.fstat(f.fileno())
+        if [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns] != ident:
+            ident, old = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns], None  # changed meanwhile
+        if span is not None:
+            if old is not None and old[0] == ident and old[6] is not _UNKNOWN:
+                created, last = old[5], old[6]
+            else:
+                created, last = _created(f), _last(f)
+            if _outside(span, created, last):
+                if old is not None and old[0] == ident:
+                    old[6] = last
+                    self.changed = True
+                else:
+                    self._store(key, [ident, 0, "", False, None, created, last, [], None, None, None])
+                return None
+        if old is not None and old[0] == ident and old[9] is not None:
+            if span is not None:
+                old[6] = last
+                self.changed = True
+            return File(old[4], old[9], old[7], old[8], old[5], old[6])
+        start, sums = 0, {}
+        if (old is not None and old[0][:2] == ident[:2] and old[0][2] != ident[2] and old[3] is True
+                and old[9] is not None and type(old[1]) is int and 0 < old[1] <= ident[2]
+                and old[2] == _edges(f, old[1])):
+            try:
+                sums, start = pricing.Tokens.read(old[9]), old[1]
+            except ValueError:
+                pass
+        f.seek(start)
+        scan = pricing.Scan(f, name, start=start, started=start > 0)
+        tokens = pricing.Tokens(self.prices, sums, self._quarters)
+        add = tokens.add
+        try:
+            for entry in scan:
+                add(entry)
+        except SessionError as e:
+            self._store(key, [ident, 0, "", False, None, None, _UNKNOWN, [], None, None, [e.message, e.line]])
+            raise
+        if start:
+            header_id, created, bad = old[4], old[5], old[7] + [list(b) for b in scan.bad]
+        else:
+            h = scan.header
+            header_id = None if h is None else h["id"]
+            created = None if h is None or type(h.get("timestamp")) is not str else h["timestamp"]
+            bad = [list(b) for b in scan.bad]
+        last = _last(f) if span is not None else _UNKNOWN
+        rows = tokens.rows()
+        if self.use and not tokens.today_dependent:
+            self._store(key, [ident, scan.covered, _edges(f, scan.covered), scan.started, header_id,
+                              created, last, bad, scan.torn, rows, None])
+        return File(header_id, rows, bad, scan.torn, created, last)
+
+    def _store(self, key, entry):
+        if self.use:
+            self.entries[key] = entry
+            self.changed = True
+
+
+def _edges(f, covered):
+    """A hash of the first and the last EDGE bytes before `covered`."""
+    import hashlib
+
+    fd = f.fileno()
+    h = hashlib.blake2b(os.pread(fd, min(EDGE, covered), 0), digest_size=16)
+    h.update(os.pread(fd, min(EDGE, covered), max(0, covered - EDGE)))
+    return f"{covered}:{h.hexdigest()}"
+
+
+def _created(f):
+    """The header's timestamp, read from the first line alone (None: no header, or none in it)."""
+    from pantolib import stream
+
+    first = os.pread(f.fileno(), 1 << 16, 0)
+    nl = first.find(b"\n")
+    obj = stream.header_of(first[:nl + 1]) if nl >= 0 else None
+    return obj["timestamp"] if obj is not None else None
+
+
+def _last(f):
+    """The timestamp of the file's last entry that has a valid one (scan.py's rule), or None."""
+    from pantolib import scan
+
+    here = f.tell()
+    try:
+        return scan.tail_timestamp(f)
+    finally:
+        f.seek(here)
+
+
+def _outside(span, created, last):
+    since, until = span
+    if since is not None and last is not None:
+        day = pricing.local_day(last)
+        if day != "unknown" and day < since:
+            return True
+    if until is not None and created is not None:
+        day = pricing.local_day(created)
+        if day != "unknown" and day > until:
+            return True
+    return False

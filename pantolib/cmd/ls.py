@@ -36,6 +36,7 @@ def main(argv=None):
     grep = args["--grep"]
     if grep is not None and not grep:
         raise UsageError("--grep needs some text to look for")
+    needle = None if grep is None else scan.Needle(grep)    # TEXT that is not UTF-8: a usage error
     if args["--all"]:
         dirs, cwd = paths.all_dirs(), None
     else:
@@ -60,7 +61,7 @@ def main(argv=None):
         cli.warn(NAME, message)
 
     lister = listing.Lister(warn=warn, use=use)
-    found = lister.sessions(listed, cwd, None if grep is None else scan.Needle(grep))
+    found = lister.sessions(listed, cwd, needle)
     lister.save()
     out = _rows(args, found, grep)
     _write(out, args["--json"])

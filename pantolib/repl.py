@@ -486,23 +486,22 @@ class Repl(Commands):
             self.say(line, DIM)
 
     def usage_line(self, msg, seconds):
-        from pantolib import entries, pricing
+        from pantolib import entries
+        from pantolib.prices import format_usd, prompt_tokens, turn_cost
 
         usage = entries.usage_of(msg)
         provider, model = msg.get("provider"), msg.get("model")
         parts = []
         if usage is not None:
-            prompt_tokens = getattr(pricing, "prompt_tokens", None)
-            tokens_in = (prompt_tokens(usage) if prompt_tokens else
-                         usage["input"] + usage["cacheRead"] + usage["cacheWrite"])
+            tokens_in = prompt_tokens(msg.get("usage"))
             cached = f" ({usage['cacheRead'] / tokens_in:.0%} cached)" if tokens_in and usage["cacheRead"] else ""
             parts += [f"{tokens_in:,} in{cached}", f"{usage['output']:,} out"]
-            prices = self._prices()
-            if prices is not None:
-                cost = pricing.turn_cost(usage, prices.get(provider, model))
+            table = self._prices()
+            if table is not None:
+                cost = turn_cost(usage, table.get(provider, model))
                 if cost is not None:
-                    parts.append(pricing.format_usd(cost))
-                fill = self._fill(prices, provider, model, tokens_in)
+                    parts.append(format_usd(cost))
+                fill = self._fill(table, provider, model, tokens_in)
                 if fill is not None:
                     self.fill = fill
                     parts.append(f"{fill:.0%} of the context")
@@ -512,19 +511,18 @@ class Repl(Commands):
         return "  " + " · ".join(parts)
 
     @staticmethod
-    def _fill(prices, provider, model, tokens_in):
+    def _fill(table, provider, model, tokens_in):
         """The share of the model's context window (models.toml) that tokens_in take, or None."""
-        from pantolib import pricing
+        from pantolib.prices import context_window
 
-        window = getattr(pricing, "context_window", None)
-        size = window(prices, provider, model) if window and prices is not None else None
+        size = context_window(table, provider, model) if table is not None else None
         return tokens_in / size if size else None
 
     def _prices(self):
-        from pantolib import pricing
+        from pantolib import models_toml
 
         try:
-            return pricing.load(env=self.env)
+            return models_toml.load(env=self.env)
         except PantoError:
             return None
 

@@ -351,10 +351,10 @@ def example_prices(tmp_path):
 
 
 def test_example_prices_parse_with_panto_and_say_when_and_where(isolated, tmp_path):
-    from pantolib import pricing
+    from pantolib import models_toml
 
     text, _ = example_prices(tmp_path)
-    table = pricing.parse(text.encode(), "example")
+    table = models_toml.parse(text.encode(), "example")
     assert table.notes == [] and "CHECK" in text
     doc = tomllib.loads(text)
     assert set(doc) == {"anthropic", "openai"}
@@ -478,13 +478,13 @@ def test_a_change_takes_effect_at_utc_midnight(prices):
 
 
 def test_an_unstamped_bare_turn_is_priced_at_todays_rates(prices):
-    from pantolib import pricing
+    from pantolib import models_toml
 
     prices(DATED)
     bare = {"type": "message", "message": {"role": "assistant", "content": [], "provider": S55[0],
                                            "model": S55[1], "usage": {"input": 1, "cacheRead": 1000}}}
     doc, _ = cost_json(input=orjson.dumps(bare) + b"\n")
-    today = pricing.parse(DATED.encode()).get(*S55)
+    today = models_toml.parse(DATED.encode()).get(*S55)
     assert doc["total"]["picoUsd"] == 1 * today.input + 1000 * today.cache_read
 
 

@@ -11,9 +11,11 @@ import pytest
 
 from conftest import SEED_TOML
 
-from pantolib import pricing
+from pantolib import models_toml, pricing
+from pantolib import prices as rates
+from pantolib.entries import usage_of
 from pantolib.errors import PantoError, SessionError
-from pantolib.pricing import Price, pico_per_token, turn_cost
+from pantolib.prices import Price, pico_per_token, turn_cost
 
 
 def usage(input=0, output=0, cacheRead=0, cacheWrite=0, reasoning=0, cacheWrite1h=0):
@@ -58,7 +60,7 @@ def test_pico_per_token_refuses_absurd_prices():
     (5_000, "$0.000000005"), (1, "$0.000000000001"), (1234 * 10**12, "$1,234.0000"),
 ])
 def test_format_usd(pico, text):
-    assert pricing.format_usd(pico) == text
+    assert rates.format_usd(pico) == text
 
 
 # --- turn cost (the seed's costMicroCents tests, x 10^4) ------------------------
@@ -163,7 +165,7 @@ def test_exact_sums_where_floats_drift():
 
 
 def test_two_providers_several_models():
-    prices = pricing.parse(SEED_TOML.encode())
+    prices = models_toml.parse(SEED_TOML.encode())
     assert len(prices) == 3
     anth = prices.get("anthropic", "claude-sonnet-4-20250514")
     assert (anth.input, anth.output, anth.cache_read, anth.cache_write) == (
@@ -177,44 +179,44 @@ def test_two_providers_several_models():
 
 
 def test_integers_are_accepted():
-    p = pricing.parse(b"[openai.gpt-4o]\ninput = 3\noutput = 15\n").get("openai", "gpt-4o")
+    p = models_toml.parse(b"[openai.gpt-4o]\ninput = 3\noutput = 15\n").get("openai", "gpt-4o")
     assert (p.input, p.output) == (3_000_000, 15_000_000)
 
 
 def test_missing_fields_stay_unknown_and_zero_is_known():
-    p = pricing.parse(b"[openai.gpt-4o]\ninput = 2.5\noutput = 10.0\ncache_read = 1.25\n"
+    p = models_toml.parse(b"[openai.gpt-4o]\ninput = 2.5\noutput = 10.0\ncache_read = 1.25\n"
                       b"cache_write = 0\n").get("openai", "gpt-4o")
     assert p.cache_write == 0 and p.cache_write_1h is None and p.above_tokens is None
 
 
 def test_numbers_are_read_exactly():
-    p = pricing.parse(b"[openai.x]\ninput = 0.005\noutput = 1e-1\ncache_read = 0.30000000000000004\n"
+    p = models_toml.parse(b"[openai.x]\ninput = 0.005\noutput = 1e-1\ncache_read = 0.30000000000000004\n"
                       b"cache_write = 1_000\n").get("openai", "x")
     assert (p.input, p.output, p.cache_read, p.cache_write) == (5_000, 100_000, 300_000, 1_000_000_000)
 
 
 def test_malformed_toml_names_file_line_and_column():
     with pytest.raises(PantoError, match=r"^F:1:5: invalid value"):
-        pricing.parse(b"x = =\n", "F")
+        models_toml.parse(b"x = =\n", "F")
     with pytest.raises(PantoError, match=r"^F:3:\d+: "):
-        pricing.parse(b"[a.b]\ninput = 1\n[a.b]\n", "F")
+        models_toml.parse(b"[a.b]\ninput = 1\n[a.b]\n", "F")
     with pytest.raises(PantoError, match=r"^F:2:\d+: unterminated string"):
-        pricing.parse(b"[a.b]\ninput = \"", "F")
+        models_toml.parse(b"[a.b]\ninput = \"", "F")
 
 
 def test_missing_file_is_an_empty_table(tmp_path):
-    prices = pricing.load(str(tmp_path / "nope" / "models.toml"))
+    prices = models_toml.load(str(tmp_path / "nope" / "models.toml"))
     assert len(prices) == 0 and prices.missing
 
 
 def test_config_path_xdg_wins_then_home():
     env = {"XDG_CONFIG_HOME": "/custom/cfg", "HOME": "/ignored"}
-    assert pricing.default_path(env) == "/custom/cfg/panto/models.toml"
-    assert pricing.default_path({"HOME": "/home/user"}) == "/home/user/.config/panto/models.toml"
+    assert models_toml.default_path(env) == "/custom/cfg/panto/models.toml"
+    assert models_toml.default_path({"HOME": "/home/user"}) == "/home/user/.config/panto/models.toml"
 
 
 def test_bare_dotted_model_ids_are_joined_back():
-    prices = pricing.parse(b"[openai.gpt-4.1]\ninput = 2\n[openai.gpt-4]\ninput = 3\n"
+    prices = models_toml.parse(b"[openai.gpt-4.1]\ninput = 2\n[openai.gpt-4]\ninput = 3\n"
                            b"[openai.\"o1.preview.x\"]\ninput = 4\n")
     assert prices.get("openai", "gpt-4.1").input == 2_000_000
     assert prices.get("openai", "gpt-4").input == 3_000_000
@@ -224,16 +226,16 @@ def test_bare_dotted_model_ids_are_joined_back():
 
 def test_quoted_and_bare_spellings_of_one_model_conflict():
     with pytest.raises(PantoError, match=r'\[openai\."gpt-4\.1"\] is defined twice'):
-        pricing.parse(b"[openai.\"gpt-4.1\"]\ninput = 2\n[openai.gpt-4.1]\ninput = 3\n")
+        models_toml.parse(b"[openai.\"gpt-4.1\"]\ninput = 2\n[openai.gpt-4.1]\ninput = 3\n")
 
 
 def test_empty_model_table_is_a_model_with_unknown_prices():
-    prices = pricing.parse(b"[openai.gpt-4o]\n")
+    prices = models_toml.parse(b"[openai.gpt-4o]\n")
     assert prices.get("openai", "gpt-4o") == Price()
 
 
 def test_long_context_and_one_hour_keys():
-    p = pricing.parse(b"[anthropic.s]\ncache_write_1h = 6\nabove_tokens = 200000\ninput_above = 6\n"
+    p = models_toml.parse(b"[anthropic.s]\ncache_write_1h = 6\nabove_tokens = 200000\ninput_above = 6\n"
                       b"output_above = 22.5\ncache_read_above = 0.6\ncache_write_above = 7.5\n"
                       b"cache_write_1h_above = 12\n").get("anthropic", "s")
     assert p.above_tokens == 200_000 and p.cache_write_1h == 6_000_000
@@ -259,28 +261,28 @@ def test_long_context_and_one_hour_keys():
 ])
 def test_hostile_toml_is_a_clear_error(src, message):
     with pytest.raises(PantoError, match=message):
-        pricing.parse(src, "F")
+        models_toml.parse(src, "F")
 
 
 def test_non_finite_and_negative_prices_are_known_zeros():
-    p = pricing.parse(b"[a.b]\ninput = inf\noutput = nan\ncache_read = -inf\ncache_write = -3\n"
+    p = models_toml.parse(b"[a.b]\ninput = inf\noutput = nan\ncache_read = -inf\ncache_write = -3\n"
                       ).get("a", "b")
     assert p.base[:4] == (0, 0, 0, 0)
 
 
 def test_unknown_keys_are_noted_not_priced():
-    prices = pricing.parse(b"[openai.gpt-4o]\ninptu = 2.5\nwindow = 'long'\n", "F")
+    prices = models_toml.parse(b"[openai.gpt-4o]\ninptu = 2.5\nwindow = 'long'\n", "F")
     assert prices.get("openai", "gpt-4o").input is None
     assert len(prices.notes) == 2 and "unknown key 'inptu'" in prices.notes[0]
 
 
 def test_byte_order_mark_is_accepted():
-    assert pricing.parse("\ufeff[a.b]\ninput = 1\n".encode()).get("a", "b").input == 1_000_000
+    assert models_toml.parse("\ufeff[a.b]\ninput = 1\n".encode()).get("a", "b").input == 1_000_000
 
 
 def test_a_directory_is_not_a_price_table(tmp_path):
     with pytest.raises(PantoError, match="is a directory"):
-        pricing.load(str(tmp_path))
+        models_toml.load(str(tmp_path))
 
 
 # --- the scanner ---------------------------------------------------------------
@@ -365,7 +367,7 @@ context = 2000000
 
 
 def periods(src, provider="anthropic", model="claude-sonnet-5-5"):
-    return pricing.parse(src.encode(), "F").periods(provider, model)
+    return models_toml.parse(src.encode(), "F").periods(provider, model)
 
 
 def test_changes_apply_cumulatively_from_their_day():
@@ -374,7 +376,7 @@ def test_changes_apply_cumulatively_from_their_day():
     assert (p0.input, p0.output, p0.cache_read, p0.context) == (2_000_000, 10_000_000, 200_000, 1_000_000)
     assert (p1.input, p1.output, p1.cache_read, p1.context) == (2_000_000, 10_000_000, 100_000, 1_000_000)
     assert (p2.input, p2.output, p2.cache_read, p2.context) == (2_000_000, 8_000_000, 100_000, 2_000_000)
-    prices = pricing.parse(SONNET_TOML.encode())
+    prices = models_toml.parse(SONNET_TOML.encode())
     assert prices.get("anthropic", "claude-sonnet-5-5", "2026-10-06").cache_read == 200_000
     assert prices.get("anthropic", "claude-sonnet-5-5", "2026-10-07").cache_read == 100_000
     assert prices.get("anthropic", "claude-sonnet-5-5", "2027-01-01").output == 8_000_000
@@ -425,11 +427,11 @@ def test_changes_under_a_bare_dotted_id_and_without_base_fields():
 ])
 def test_malformed_changes_and_fields_name_file_line_and_column(src, message):
     with pytest.raises(PantoError, match=message):
-        pricing.parse(src.encode(), "F")
+        models_toml.parse(src.encode(), "F")
 
 
 def test_checked_and_source_are_kept_for_people_not_priced():
-    prices = pricing.parse(b'[a]\nsource = "https://example.com/pricing"\n[a.m]\ninput = 1\n'
+    prices = models_toml.parse(b'[a]\nsource = "https://example.com/pricing"\n[a.m]\ninput = 1\n'
                            b'checked = 2026-12-01\nsource = "https://example.com/m"\n'
                            b'[[a.m.changes]]\nsince = 2026-10-07\nsource = "https://example.com/news"\n')
     assert prices.notes == [] and len(prices) == 1
@@ -439,15 +441,15 @@ def test_checked_and_source_are_kept_for_people_not_priced():
 # --- context and prompt tokens ------------------------------------------------------
 
 def test_context_window():
-    prices = pricing.parse(SONNET_TOML.encode() + b"[openai.x]\ninput = 1\n[openai.w]\ncontext = 1e6\n")
-    assert pricing.context_window(prices, "anthropic", "claude-sonnet-5-5", "2026-11-30") == 1_000_000
-    assert pricing.context_window(prices, "anthropic", "claude-sonnet-5-5", "2026-12-01") == 2_000_000
-    assert pricing.context_window(prices, "openai", "w") == 1_000_000
-    assert pricing.context_window(prices, "openai", "x") is None        # the table does not say
-    assert pricing.context_window(prices, "openai", "nobody") is None   # not in the table
-    assert pricing.context_window(None, "openai", "w") is None          # no table at all
-    today = pricing.today()
-    assert pricing.context_window(prices, "anthropic", "claude-sonnet-5-5") == (
+    prices = models_toml.parse(SONNET_TOML.encode() + b"[openai.x]\ninput = 1\n[openai.w]\ncontext = 1e6\n")
+    assert rates.context_window(prices, "anthropic", "claude-sonnet-5-5", "2026-11-30") == 1_000_000
+    assert rates.context_window(prices, "anthropic", "claude-sonnet-5-5", "2026-12-01") == 2_000_000
+    assert rates.context_window(prices, "openai", "w") == 1_000_000
+    assert rates.context_window(prices, "openai", "x") is None        # the table does not say
+    assert rates.context_window(prices, "openai", "nobody") is None   # not in the table
+    assert rates.context_window(None, "openai", "w") is None          # no table at all
+    today = rates.today()
+    assert rates.context_window(prices, "anthropic", "claude-sonnet-5-5") == (
         2_000_000 if today >= "2026-12-01" else 1_000_000)
 
 
@@ -459,7 +461,7 @@ def test_context_window():
     ({}, 0), (None, 0), ([1, 2], 0), ("10", 0),
 ])
 def test_prompt_tokens(usage_, n):
-    assert pricing.prompt_tokens(usage_) == n
+    assert rates.prompt_tokens(usage_) == n
 
 
 @pytest.mark.parametrize("ts, day", [
@@ -473,14 +475,14 @@ def test_prompt_tokens(usage_, n):
     ("t", None), ("", None), (None, None), (17, None), ("2026-13-45T00:00:00", None),
 ])
 def test_utc_day(ts, day):
-    assert pricing.utc_day(ts) == day
+    assert rates.utc_day(ts) == day
 
 
 def test_pricing_is_cheap_to_import():
     import subprocess
     import sys
 
-    code = ("import sys, pantolib.pricing as p; "
+    code = ("import sys, pantolib.pricing, pantolib.models_toml, pantolib.prices as p; "
             "assert p.prompt_tokens({'input': 1}) == 1; "
             "print(' '.join(sorted(m for m in ('orjson', 'tomllib', 'decimal', 'datetime', 'pantolib.stream', "
             "'httpx', 'pantolib.paths') if m in sys.modules)))")
@@ -510,7 +512,7 @@ def test_scan_finds_compaction_entries_too():
 
 
 def test_tally_prices_compaction_like_a_turn():
-    prices = pricing.parse(b"[p.m]\ninput = 1\noutput = 2\n")
+    prices = models_toml.parse(b"[p.m]\ninput = 1\noutput = 2\n")
     t = pricing.Tally(prices)
     t.add(compaction(1, input=1000, output=100))
     t.add(compaction(2))                                   # usage without tokens: known, $0
@@ -522,7 +524,7 @@ def test_tally_prices_compaction_like_a_turn():
 
 
 def test_tally_prices_each_turn_at_its_own_day():
-    prices = pricing.parse(SONNET_TOML.encode())
+    prices = models_toml.parse(SONNET_TOML.encode())
     t = pricing.Tally(prices)
     for ts in ("2026-09-15T10:00:00.000Z", "2026-10-06T20:30:00-05:00", "2026-12-15T10:00:00.000Z"):
         e = assistant(1, cacheRead=1_000_000, output=1)
@@ -659,7 +661,7 @@ def test_token_sums_price_exactly_as_their_turns(tz, monkeypatch):
     monkeypatch.setenv("TZ", tz)
     time.tzset()
     try:
-        prices = pricing.parse(SUMS_TOML.encode())
+        prices = models_toml.parse(SUMS_TOML.encode())
         rng = random.Random(tz)
         entries = [random_entry(rng, i) for i in range(3000)]
         for by in ("model", "day", "session"):
@@ -670,9 +672,9 @@ def test_token_sums_price_exactly_as_their_turns(tz, monkeypatch):
                 group = str(i % 7)
                 tally.add(e, None if by == "model" else group)
                 src = e if e["type"] == "compaction" else e["message"]
-                usage = pricing.usage_of(src)
-                price = prices.get("p", src["model"], pricing.utc_day(e.get("timestamp")) or pricing.today())
-                cost = pricing.turn_cost(usage, price)
+                usage = usage_of(src)
+                price = prices.get("p", src["model"], rates.utc_day(e.get("timestamp")) or rates.today())
+                cost = rates.turn_cost(usage, price)
                 g = pricing.local_day(e.get("timestamp")) if by == "day" else None if by == "model" else group
                 row = want.setdefault((g, "p", src["model"]), [0] * len(pricing.FIELDS))
                 row[0] += 1
@@ -699,7 +701,7 @@ def test_a_day_range_keeps_the_turns_of_those_local_days(monkeypatch):
 
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
-    prices = pricing.parse(SUMS_TOML.encode())
+    prices = models_toml.parse(SUMS_TOML.encode())
     t = pricing.Tally(prices, by="day", since="2026-04-25", until="2026-04-25")
     for ts in ("2026-04-24T23:59:59.999Z", "2026-04-25T00:00:00.000Z", "2026-04-25T23:59:59.999Z",
                "2026-04-26T00:00:00.000Z", None, "not a time"):

@@ -522,7 +522,7 @@ def test_a_context_full_reply_compacts_and_sends_again_once(isolated, srv, env):
 
 @needs_compact
 @pytest.mark.skipif(not hasattr(__import__("pantolib.pricing").pricing, "context_window"),
-                    reason="pricing.context_window is not there yet")
+                    reason="prices.context_window is not there yet")
 def test_over_85_percent_of_the_context_compacts_before_the_next_request(isolated, srv, env):
     cfg = isolated.parent / "home" / ".config" / "panto"
     cfg.mkdir(parents=True)

@@ -42,7 +42,7 @@ def main(argv=None):
     from pantolib.errors import UsageError
 
     if args["--example-prices"]:
-        cli.stdout().write(EXAMPLE.encode())
+        cli.stdout().write(example_prices())
         return cli.OK
     by = args["--by"]
     if by not in BY:
@@ -52,7 +52,6 @@ def main(argv=None):
     if span[0] is not None and span[1] is not None and span[0] > span[1]:
         raise UsageError(f"--since {span[0]} is after --until {span[1]}")
 
-    from pantolib import pricing
     from pantolib.errors import PantoError
 
     if args["--prices"] is not None and not os.path.exists(args["--prices"]):
@@ -112,25 +111,26 @@ _said = []
 def _report_key(args, inputs):
     """What a report depends on, hashed (cache.key): the options, every file's
     identity and state, the price table's, and today's date; None for stdin."""
-    from pantolib import cache, pricing
+    from pantolib import cache, models_toml
+    from pantolib.prices import today
 
     if any(st is None for _, st in inputs):
         return None
-    prices = args["--prices"] or pricing.default_path()
+    path = args["--prices"] or models_toml.default_path()
     try:
-        table = cache.idents([(prices, os.stat(prices))])
+        table = cache.idents([(path, os.stat(path))])
     except OSError:
         table = None
-    return cache.key({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(prices), table,
-                     pricing.today(), os.getcwd(), cache.idents(inputs))
+    return cache.key({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(path), table,
+                     today(), os.getcwd(), cache.idents(inputs))
 
 
 def _report(args, inputs, by, span, use):
     """(the report's bytes, the exit status), reading the files (through the cache)."""
-    from pantolib import pricing, tallies
+    from pantolib import models_toml, pricing, tallies
     from pantolib.errors import SessionError
 
-    prices = pricing.load(args["--prices"])
+    prices = models_toml.load(args["--prices"])
     for note in prices.notes:
         _warn(note)
     tally = pricing.Tally(prices, by=by, since=span[0], until=span[1])
@@ -297,7 +297,7 @@ def _numbers(d):
 
 def cost_text(d):
     """`$0.0938`, `≥ $0.4210 (3 turns unpriced)`, or `unknown (2 turns unpriced)`: never $0 for unknown."""
-    from pantolib.pricing import format_usd
+    from pantolib.prices import format_usd
 
     n = d["unpricedTurns"]
     if not n:
@@ -321,190 +321,8 @@ def _model_label(provider, model):
     return f"{provider or '?'}/{model or '?'}"
 
 
-EXAMPLE = """\
-# panto price table: save as ~/.config/panto/models.toml
-# (or $XDG_CONFIG_HOME/panto/models.toml), or pass it with --prices FILE.
-#
-# The providers' public list prices (Standard tier, USD per million tokens)
-# of their current models, as their pricing pages gave them on the date in
-# each table's `checked`. Prices change: CHECK THEM against the `source`
-# pages before you rely on a report. panto never prices anything by itself;
-# every number below is yours once you save this file. Figures marked
-# "not confirmed" could not be read on the provider's own page: they come
-# from copies of it, or are derived as the comment says (see panto-cost(1)).
-#
-# One table per [provider."model-id"]; the model id must be the one your
-# sessions record (panto-cost lists them, "?" or unpriced when unknown).
-# Quote ids that contain dots. A key left out is an UNKNOWN price (turns
-# that need it are reported unpriced); write 0 for a known zero.
-#
-#   input, output              fresh input and output (output includes reasoning)
-#   cache_read                 prompt tokens read from the cache
-#   cache_write                prompt tokens written to the cache (Anthropic:
-#                              5-minute TTL; OpenAI: 30-minute retention)
-#   cache_write_1h             the part written with a 1-hour TTL (Anthropic)
-#   above_tokens               when a request's input + cache_read + cache_write
-#                              tokens exceed it, the whole request is priced at
-#   input_above, output_above, cache_read_above, cache_write_above,
-#   cache_write_1h_above       these rates instead
-#   context                    the context window, in tokens
-#   checked, source            when and where the figures were read (not used
-#                              for pricing)
-#
-# [[provider."model-id".changes]] tables hold dated price changes: from the
-# day `since` (UTC) on, the fields they name replace the ones above, so a
-# turn is always priced at the rates of its own day.
-
-# --- Anthropic ----------------------------------------------------------------
-# Long context is billed at the standard rates across the whole 1M window on
-# these models; only Haiku 5.5 has a long-prompt tier.
-
-[anthropic]
-source = "https://platform.claude.com/docs/en/about-claude/pricing"
-
-# Flagship (released 2026-11-09).
-[anthropic."claude-fable-5-2"]
-input = 8.00
-output = 40.00
-cache_read = 0.20           # not confirmed (copies only): 0.025x input, as Fable 5.1
-cache_write = 10.00         # not confirmed (copies only): 1.25x input
-cache_write_1h = 16.00      # not confirmed (copies only): 2x input
-context = 1000000
-checked = 2026-12-01
-
-# The one Anthropic suggests starting with for most work.
-[anthropic."claude-opus-5-5"]
-input = 4.00
-output = 20.00
-cache_read = 0.20
-cache_write = 5.00
-cache_write_1h = 8.00
-context = 1000000
-checked = 2026-12-01
-
-# Everyday. Cache reads were cut from $0.20 to $0.10 (0.05x input) on
-# 2026-10-07 (the date: not confirmed, from copies only).
-[anthropic."claude-sonnet-5-5"]
-input = 2.00
-output = 10.00
-cache_read = 0.20
-cache_write = 2.50
-cache_write_1h = 4.00
-context = 1000000
-checked = 2026-12-01
-
-[[anthropic."claude-sonnet-5-5".changes]]
-since = 2026-10-07
-cache_read = 0.10
-
-# Small (released 2026-10-07): requests whose prompt exceeds 100,000 tokens
-# are priced at the _above rates, every token of the request.
-[anthropic."claude-haiku-5-5"]
-input = 0.10
-output = 0.50
-cache_read = 0.01
-cache_write = 0.125
-cache_write_1h = 0.20
-above_tokens = 100000
-input_above = 0.50
-output_above = 2.50
-cache_read_above = 0.05     # not confirmed: 5x, as the other rates
-cache_write_above = 0.625
-cache_write_1h_above = 1.00 # not confirmed: 5x, as the other rates
-context = 1000000
-checked = 2026-12-01
-
-# --- OpenAI -------------------------------------------------------------------
-# GPT-5.6 and later bill cache writes (30-minute retention) at their own
-# rate. Above 272,000 input tokens a whole request costs 2x for input and
-# cache, 1.5x for output. 12-hour cache writes, Batch, Flex, Fast mode and
-# regional processing are billed otherwise and are not in this table.
-
-[openai]
-source = "https://developers.openai.com/api/docs/pricing"
-
-# Flagship (released 2026-11-17).
-[openai."gpt-6.2-astra"]
-input = 8.00
-output = 40.00
-cache_read = 0.40           # not confirmed: "60% cheaper" than GPT-6 Astra's $1.00
-cache_write = 10.00         # not confirmed: 1.25x input, as on the other GPT-6 models
-above_tokens = 272000       # the _above rates: not confirmed, the 2x / 1.5x rule
-input_above = 16.00
-output_above = 60.00
-cache_read_above = 0.80
-cache_write_above = 20.00
-context = 1050000           # at most 922,000 of them input
-checked = 2026-12-01
-
-# Everyday (released 2026-11-17).
-[openai."gpt-6.2-sol"]
-source = "https://developers.openai.com/api/docs/models/gpt-6.2-sol"
-input = 2.00
-output = 10.00
-cache_read = 0.10
-cache_write = 2.50
-above_tokens = 272000
-input_above = 4.00
-output_above = 15.00
-cache_read_above = 0.20
-cache_write_above = 5.00
-context = 1050000           # at most 922,000 of them input
-checked = 2026-12-01
-
-# Not confirmed: every figure from copies of its model page only.
-[openai."gpt-6.1-terra"]
-input = 1.00
-output = 5.00
-cache_read = 0.05
-cache_write = 1.25
-above_tokens = 272000
-input_above = 2.00
-output_above = 7.50
-cache_read_above = 0.10
-cache_write_above = 2.50    # not confirmed: 2x, the long-context rule
-context = 1050000           # at most 922,000 of them input
-checked = 2026-12-01
-
-# Small.
-[openai."gpt-6-luna"]
-source = "https://developers.openai.com/api/docs/models/gpt-6-luna"
-input = 0.10
-output = 0.50
-cache_read = 0.01
-cache_write = 0.125
-above_tokens = 272000
-input_above = 0.20
-output_above = 0.75
-cache_read_above = 0.02
-cache_write_above = 0.25
-context = 1050000           # at most 922,000 of them input
-checked = 2026-12-01
-
-# The GPT-5.6 generation (2026-07-09) is still served; Terra's prices were
-# cut on 2026-07-30 (Luna's too; Sol's were not). Not confirmed: the prices
-# before the cut, and output and cached input after it (copies only).
-[openai."gpt-5.6-terra"]
-input = 2.50
-output = 15.00
-cache_read = 0.25
-cache_write = 3.125         # 1.25x input, as the GPT-5.6 model pages say
-above_tokens = 272000
-input_above = 5.00
-output_above = 22.50
-cache_read_above = 0.50     # not confirmed: 2x, the long-context rule
-cache_write_above = 6.25    # not confirmed: 2x, the long-context rule
-context = 1050000
-checked = 2026-12-01
-
-[[openai."gpt-5.6-terra".changes]]
-since = 2026-07-30
-input = 2.00
-output = 12.00
-cache_read = 0.20
-cache_write = 2.50
-input_above = 4.00
-output_above = 18.00
-cache_read_above = 0.40
-cache_write_above = 5.00
-"""
+def example_prices():
+    """The example price table (package data: pantolib/data/example-prices.toml)."""
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "data", "example-prices.toml"), "rb") as f:
+        return f.read()

@@ -593,14 +593,13 @@ class Repl(Commands):
                 self.say(f"instructions: {names}", DIM)
             for note in found.notes:
                 self.say(terminal.visible_line(note), YELLOW)
-        from pantolib import providers
-        from pantolib.cmd import send
+        from pantolib import providers, turn
 
         try:
             _, options, key_var = providers.configure({"provider": self.provider, "model": self.model},
                                                       session.active_model() if session is not None else None,
                                                       self.env)
-            send._need_key(options, key_var)
+            turn.need_key(options, key_var)
         except PantoError as e:
             self.say(f"{e}: every request will fail until it is", RED)
 

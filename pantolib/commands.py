@@ -5,7 +5,7 @@ import os
 import signal
 import subprocess
 
-from pantolib import paths, terminal
+from pantolib import cli, paths, terminal
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
 from pantolib.providers import NAMES as PROVIDERS
@@ -132,7 +132,7 @@ class Commands:
         if data:
             self.out.write(terminal.visible(data.decode("utf-8", "replace")))
             self.out.flush()
-        return statuses == [0]
+        return statuses == [cli.OK]
 
     def retry(self):
         if self.path is None:
@@ -217,7 +217,7 @@ class Commands:
         leaf = self.branch or (self.session.leaf if self.session else None)
         src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.path))])
         statuses, data = src.run()
-        if statuses != [0] or not data:
+        if statuses != [cli.OK] or not data:
             self.say("cannot fork: the session could not be read", RED)
             return
         first, _, rest = data.partition(b"\n")
@@ -232,7 +232,7 @@ class Commands:
             session = read_session(echoed)
         except PantoError:
             session = None
-        if statuses != [0] or session is None or session.header is None:
+        if statuses != [cli.OK] or session is None or session.header is None:
             self.say("cannot fork: the new session could not be written", RED)
             return
         old_path, self.path = self.path, paths.session_path(session.header)
@@ -380,7 +380,7 @@ class Commands:
         """The session file's prompts and replies as a tree (tree_rows)."""
         statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.path))]).run()
         try:
-            session = read_session(data) if statuses == [0] else None
+            session = read_session(data) if statuses == [cli.OK] else None
         except PantoError:
             session = None
         if session is None:

@@ -24,7 +24,7 @@ import re
 import sys
 import time
 
-from pantolib import paths, terminal
+from pantolib import cli, paths, terminal
 from pantolib.commands import Commands, names, plural, settings
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, EscKey, Interrupts, Pipeline, command_argv, read_session, write_fd
@@ -92,7 +92,7 @@ class Turn:
 
     @property
     def ok(self):
-        return all(s == 0 for s in self.statuses)
+        return all(s == cli.OK for s in self.statuses)
 
 
 class Repl(Commands):
@@ -433,7 +433,7 @@ class Repl(Commands):
         return t
 
     def _context_full(self, t):
-        if 3 in t.statuses:
+        if cli.CONTEXT_FULL in t.statuses:
             return True
         leaf = t.session.leaf_message() if t.session is not None else None
         return (t.ok and leaf is not None and leaf["message"]["role"] == "assistant"

@@ -228,7 +228,7 @@ def write_reply(out, session, taken, provider, options, keys, content, stop, usa
 def aborted(acc, session, taken, provider, options, keys, out):
     """Ctrl-C while the reply streamed: keep what arrived as an assistant
     entry with stopReason "aborted" (tool uses not yet complete are dropped;
-    usage as far as reported), then exit 130. A second Ctrl-C cannot cut it."""
+    usage as far as reported), then exit cli.INTERRUPTED (130). A second Ctrl-C cannot cut it."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -43,8 +43,6 @@ import sys
 from pantolib import cli, turn
 
 NAME = turn.NAME
-EXIT_CONTEXT_FULL = 3     # the prompt does not fit the context window: compact and retry
-EXIT_INTERRUPTED = 130    # Ctrl-C while the reply streamed: the partial reply is kept
 FINISH_WAIT = 2.0         # seconds an exit waits for the network thread's imports
 
 
@@ -94,14 +92,14 @@ def main(argv=None):
         if launch.release_sigint():
             cli.warn(NAME, "interrupted before the request (the input"
                            f"{' and the prompt are' if user is not None else ' is'} passed on)")
-            return EXIT_INTERRUPTED
+            return cli.INTERRUPTED
         return turn.run(args, session, provider, options, key_var, opts, keys, taken, out, state)
     except KeyboardInterrupt:
         return turn.aborted(state.get("acc"), session, taken, provider, options, keys, out)
     except turn.ContextFull:
         cli.warn(NAME, f"the prompt is too long for the context window of {options.model} "
                        "(compact the session: panto-send --compact)")
-        return EXIT_CONTEXT_FULL
+        return cli.CONTEXT_FULL
 
 
 class _Network:

@@ -25,7 +25,7 @@ import sys
 import time
 
 from pantolib import cli, paths, terminal
-from pantolib.commands import Commands, names, plural, settings
+from pantolib.slash import Commands, names, plural, settings
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, EscKey, Interrupts, Pipeline, command_argv, read_session, write_fd
 
@@ -95,7 +95,7 @@ class Turn:
         return all(s == cli.OK for s in self.statuses)
 
 
-class Repl(Commands):
+class Repl:
     def __init__(self, path=None, provider=None, model=None, yes=False, max_steps=25, tools=True,
                  out=None, err=None, history=None, env=None, context_files=True):
         self.path = path            # the session file, once there is one
@@ -129,6 +129,7 @@ class Repl(Commands):
 
         self.rules = Rules()        # the rules files as read at start, and this run's "always"
         self.irq = Interrupts(0 if self.interactive else None)   # a turn's Ctrl-C presses
+        self.commands = Commands(self)   # the /commands (slash.py)
 
     def api_for(self, provider):
         """The --api to pass with this provider (None: another provider's API, or none given)."""
@@ -144,7 +145,7 @@ class Repl(Commands):
         self.out.flush()
 
     # -- the pipelines -------------------------------------------------------------------
-    def _send(self, prompt_file=None, extra=()):
+    def send_cmd(self, prompt_file=None, extra=()):
         argv = ["--live"]
         if self.tools and "--compact" not in extra:
             argv.append("--tools")
@@ -163,7 +164,7 @@ class Repl(Commands):
         env = {k: v for k, v in self.env.items() if k != "NO_COLOR"} if "NO_COLOR" in self.env else None
         return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send", env=env)
 
-    def _source(self, at=None, whole=False):
+    def source_cmd(self, at=None, whole=False):
         if not self.path:
             return []
         at = at or self.branch
@@ -172,7 +173,7 @@ class Repl(Commands):
         return [Cmd(command_argv("panto-log", "replay", *(() if whole else ("--context",)),
                                  *(["--at", at] if at else []), self.path, sigint=False))]
 
-    def _sink(self):
+    def sink_cmd(self):
         return Cmd(command_argv("panto-log", "append", *([self.path] if self.path else []), sigint=False))
 
     def _tool(self):
@@ -331,6 +332,11 @@ class Repl(Commands):
         return session
 
     # -- keys typed while a turn runs ------------------------------------------------------
+    @property
+    def keys_held(self):
+        """Whether keys are held (hold_keys) while a turn runs."""
+        return self._held is not None
+
     def hold_keys(self):
         """No echo while a turn runs: keys typed wait, unseen, for the next
         prompt (the line editor reads them first). The terminal
@@ -380,16 +386,16 @@ class Repl(Commands):
             return
         if self.path and self.fill is not None and self.fill > COMPACT_AT and not self.irq.count:
             self.say(f"[the context is {self.fill:.0%} full: compacting first]", DIM)
-            self.compact(keep=1)
-        t = self._request(prompt)
+            self.commands.compact(keep=1)
+        t = self.request(prompt)
         if not t.cancelled and self._context_full(t):
             self.say("[the context window is full: compacting, then sending again]", YELLOW)
-            at = self._last_prompt_entry(t.session) if t.ok else None
-            if self.compact(at=at["id"] if at else None, keep=1):
-                t = self._request(None)
-        self._agent(t)
+            at = self.last_prompt_entry(t.session) if t.ok else None
+            if self.commands.compact(at=at["id"] if at else None, keep=1):
+                t = self.request(None)
+        self.agent(t)
 
-    def _agent(self, t):
+    def agent(self, t):
         """The agent loop after a request: tool rounds while the model asks for
         tools, at most max_steps requests in all."""
         steps = 1
@@ -405,10 +411,10 @@ class Repl(Commands):
                 return
             tool = self._tool()
             try:
-                t = self.step(self._source() + [tool, self._send(), self._sink()])
+                t = self.step(self.source_cmd() + [tool, self.send_cmd(), self.sink_cmd()])
             finally:
                 self._granted(tool)
-            self._report(t)
+            self.report(t)
             steps += 1
         if (t.cancelled or self.irq.count) and not self._aborted_shown(t):
             self.say("[cancelled]", RED)    # one line: a partial reply's usage line says "aborted"
@@ -420,16 +426,16 @@ class Repl(Commands):
         return (leaf is not None and leaf["message"]["role"] == "assistant"
                 and leaf["message"].get("stopReason") == "aborted")
 
-    def _request(self, prompt):
+    def request(self, prompt):
         prompt_file = self._write_prompt(prompt) if prompt is not None else None
         try:
-            t = self.step(self._source() + [self._send(prompt_file), self._sink()])
+            t = self.step(self.source_cmd() + [self.send_cmd(prompt_file), self.sink_cmd()])
         finally:
             if prompt_file:
                 os.unlink(prompt_file)
         if self.branch and (t.session is None or t.session.leaf != self.branch):
             self.branch = None      # the branch is made: it is the active path now
-        self._report(t)
+        self.report(t)
         return t
 
     def _context_full(self, t):
@@ -450,7 +456,7 @@ class Repl(Commands):
         return texts[-1] if texts else None
 
     @staticmethod
-    def _last_prompt_entry(session):
+    def last_prompt_entry(session):
         for e in reversed(session.message_entries()):
             m = e["message"]
             if m["role"] == "user" and any(b.get("type") == "text" for b in m["content"]):
@@ -472,7 +478,7 @@ class Repl(Commands):
         return name
 
     # -- after each reply: one dim line ----------------------------------------------------
-    def _report(self, t):
+    def report(self, t):
         if t.session is None or t.cancelled and not t.shown:
             return
         leaf = t.session.by_id.get(t.session.leaf) if t.session.leaf else None
@@ -531,7 +537,7 @@ class Repl(Commands):
     # -- resuming ------------------------------------------------------------------------
     def load(self):
         """Replay the session file (repairing a torn tail): the Session, or None."""
-        t = self.step(self._source(whole=True))
+        t = self.step(self.source_cmd(whole=True))
         if not t.ok or t.session is None:
             raise PantoError(f"cannot read the session '{self.path}'")
         from pantolib import entries
@@ -665,7 +671,7 @@ class Repl(Commands):
                     self.hold_keys()
                     try:
                         if text.startswith("/") and not text.startswith("//"):
-                            if not self.command(text):
+                            if not self.commands.run(text):
                                 return
                             continue
                         if text.startswith("//"):

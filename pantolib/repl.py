@@ -95,6 +95,85 @@ class Turn:
         return all(s == cli.OK for s in self.statuses)
 
 
+class StepScreen:
+    """What the terminal shows while one pipeline runs: the spinner, panto-send's
+    reply (LiveReply) and panto-tool's output; and when the model's time starts.
+
+    panto-tool asks its questions on /dev/tty itself, not through its pty,
+    so nothing tells the REPL a question is coming: the spinner is drawn
+    while a tool runs only once panto-tool has shown that a call runs
+    (its account of the call on the pty, or a question asked: the
+    terminal taken out of line mode, or opened by panto-tool, which it
+    does for its first question), when nothing may be half-drawn (its
+    last output ended a line, a while ago: a question opened then is
+    drawn by now) and no question is open (line mode, as panto leaves
+    it; a question takes it raw). Never on a timer alone: a slow start
+    of panto-tool would put the spinner in front of the question.
+    """
+
+    def __init__(self, repl, pipe, label):
+        self.repl, self.pipe, self.label = repl, pipe, label
+        self.spin = terminal.Spinner(repl.err, label)
+        self.live = LiveReply(repl)
+        self.has_tool = any(c.role == "tool" for c in pipe.commands)
+        self.line_open, self.shown, self.asked, self.quiet = False, False, False, time.monotonic()
+        self.start = time.monotonic()
+        self.model_start = self.start   # the model's time starts when the tools are done
+        self.held = {}  # after a Ctrl-C: what each child says, shown at its end without the plumbing's notes
+
+    def tick(self, p):
+        spin = self.spin
+        if p.interrupts or self.live.seen:
+            spin.stop()     # here, not in the signal handler: no output from a handler
+            return
+        if p.running("tool"):
+            now = time.monotonic()
+            self.model_start = now
+            if not _line_mode():      # a question is open: never draw over it
+                self.asked = True
+                spin.forget()
+            elif not self.asked and not self.repl.yes and _has_terminal_open(p, "tool"):
+                self.asked, self.quiet = True, now     # a question was asked, or is being drawn
+            elif (not self.line_open and now - self.quiet > 0.3
+                    and (self.repl.yes or self.shown or self.asked)):
+                if spin.label != "running ":
+                    spin.restart("running ")
+                spin.tick()
+        elif p.running("send"):
+            if self.has_tool and spin.label != self.label:
+                spin.restart(self.label)
+            spin.tick()
+
+    def show(self, cmd, data):
+        self.spin.stop()
+        if cmd.role == "tool":
+            self.model_start = time.monotonic()
+        if cmd.role == "send":
+            self.live.feed(data) if data else None
+        elif data:
+            self.repl.out.flush()
+            write_fd(self.repl.err.fileno(), data)
+            self.line_open, self.shown, self.quiet = not data.endswith(b"\n"), True, time.monotonic()
+
+    def output(self, cmd, data):
+        if self.pipe.interrupts:
+            self.held[cmd] = self.held.get(cmd, b"") + data
+        else:
+            self.show(cmd, data)
+
+    def show_held(self):
+        for cmd, said in self.held.items():
+            self.show(cmd, _INTERRUPT_NOTE.sub(b"", said))
+
+    def end(self):
+        self.spin.stop()
+        self.live.end()
+
+    def seconds(self):
+        """The step's time: the model's alone when tools ran first."""
+        return time.monotonic() - (self.model_start if self.has_tool else self.start)
+
+
 class Repl:
     def __init__(self, path=None, provider=None, model=None, yes=False, max_steps=25, tools=True,
                  out=None, err=None, history=None, env=None, context_files=True):
@@ -220,85 +299,31 @@ class Repl:
         """Run one pipeline, drawing what panto-send and panto-tool show;
         learn the session file from its output."""
         pipe = Pipeline(commands, interrupts=self.irq)
-        spin = terminal.Spinner(self.err, label)
-        live = LiveReply(self)
-        has_tool = any(c.role == "tool" for c in pipe.commands)
-        # panto-tool asks its questions on /dev/tty itself, not through its pty,
-        # so nothing tells the REPL a question is coming: the spinner is drawn
-        # while a tool runs only once panto-tool has shown that a call runs
-        # (its account of the call on the pty, or a question asked: the
-        # terminal taken out of line mode, or opened by panto-tool, which it
-        # does for its first question), when nothing may be half-drawn (its
-        # last output ended a line, a while ago: a question opened then is
-        # drawn by now) and no question is open (line mode, as panto leaves
-        # it; a question takes it raw). Never on a timer alone: a slow start
-        # of panto-tool would put the spinner in front of the question.
-        state = {"line_open": False, "shown": False, "asked": False, "quiet": time.monotonic()}
-        start = time.monotonic()
-        model = {"start": start}    # the model's time starts when the tools are done
-
-        def tick(p):
-            if p.interrupts or live.seen:
-                spin.stop()     # here, not in the signal handler: no output from a handler
-                return
-            if p.running("tool"):
-                now = time.monotonic()
-                model["start"] = now
-                if not self._line_mode():      # a question is open: never draw over it
-                    state["asked"] = True
-                    spin.forget()
-                elif not state["asked"] and not self.yes and _has_terminal_open(p, "tool"):
-                    state.update(asked=True, quiet=now)     # a question was asked, or is being drawn
-                elif (not state["line_open"] and now - state["quiet"] > 0.3
-                        and (self.yes or state["shown"] or state["asked"])):
-                    if spin.label != "running ":
-                        spin.restart("running ")
-                    spin.tick()
-            elif p.running("send"):
-                if has_tool and spin.label != label:
-                    spin.restart(label)
-                spin.tick()
-
-        def show(cmd, data):
-            spin.stop()
-            if cmd.role == "tool":
-                model["start"] = time.monotonic()
-            if cmd.role == "send":
-                live.feed(data) if data else None
-            elif data:
-                self.out.flush()
-                write_fd(self.err.fileno(), data)
-                state.update(line_open=not data.endswith(b"\n"), shown=True, quiet=time.monotonic())
-
-        held = {}   # after a Ctrl-C: what each child says, shown at its end without the plumbing's notes
-
-        def output(cmd, data):
-            if pipe.interrupts:
-                held[cmd] = held.get(cmd, b"") + data
-            else:
-                show(cmd, data)
-
+        screen = StepScreen(self, pipe, label)
         esc = None
         if self.editor is not None and any(c.role == "send" for c in pipe.commands):
             esc = EscKey(0, self._type_ahead)
         try:
-            statuses, data = pipe.run(output, tick, esc)
-            for cmd, said in held.items():
-                show(cmd, _INTERRUPT_NOTE.sub(b"", said))
+            statuses, data = pipe.run(screen.output, screen.tick, esc)
+            screen.show_held()
         finally:
             if esc is not None:
                 esc.close()
-            spin.stop()
-            live.end()
-        seconds = time.monotonic() - (model["start"] if has_tool else start)
+            screen.end()
+        seconds = screen.seconds()
         session = self._read_back(data)
+        self._learn_file(session)
+        return Turn(statuses, session, pipe.interrupts > 0, seconds, screen.live.seen)
+
+    def _learn_file(self, session):
+        """The session file, once a step's echo names one that exists, and the
+        session as it holds it (a first prompt that failed left none)."""
         if self.path is None and session is not None and session.header is not None:
             candidate = paths.session_path(session.header)
             if os.path.exists(candidate):
                 self.path = candidate
         if session is not None and session.header is not None and self.path is not None:
-            self.session = session      # what the file holds (a first prompt that failed left none)
-        return Turn(statuses, session, pipe.interrupts > 0, seconds, live.seen)
+            self.session = session
 
     def _type_ahead(self, data):
         """Keys typed while a reply streams: they wait for the next prompt."""
@@ -363,16 +388,6 @@ class Repl:
                 termios.tcsetattr(0, termios.TCSANOW, held)   # TCSANOW: what was typed stays
             except (termios.error, OSError):
                 pass
-
-    @staticmethod
-    def _line_mode():
-        """Whether the terminal is in line (canonical) mode, as panto leaves it during a turn."""
-        import termios
-
-        try:
-            return bool(termios.tcgetattr(0)[3] & termios.ICANON)
-        except (termios.error, OSError):
-            return False
 
     def turn(self, prompt):
         """A prompt (None: send the conversation as it is, e.g. /retry), then
@@ -687,6 +702,16 @@ class Repl:
             if self.editor is not None:
                 self.editor.write(terminal.PASTE_OFF)
                 self.out.flush()
+
+
+def _line_mode():
+    """Whether the terminal is in line (canonical) mode, as panto leaves it during a turn."""
+    import termios
+
+    try:
+        return bool(termios.tcgetattr(0)[3] & termios.ICANON)
+    except (termios.error, OSError):
+        return False
 
 
 def _has_terminal_open(pipe, role):

@@ -11,8 +11,8 @@ import time
 import pytest
 
 import sse_server as S
-from conftest import assert_clean_error
-from test_send import AKEY, HEADER, KEY, env_for, jsonl, lines, secret_free, send, srv, user  # noqa: F401
+from builders import HEADER, jsonl, lines, user
+from conftest import AKEY, KEY, assert_clean_error, env_for, secret_free, send
 
 BASE = jsonl(HEADER, user("earlier"))
 

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 import sse_server as S
-from test_send import env_for, srv  # noqa: F401
+from conftest import env_for
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 

@@ -2,7 +2,8 @@
 http:// base URL (a local server) never touches them, and an https one
 that cannot read them fails in one line, after the input is out."""
 import sse_server as S
-from test_send import HEADER, jsonl, lines, send, srv, user  # noqa: F401
+from builders import HEADER, jsonl, lines, user
+from conftest import send
 from test_send_faults import BASE, failed
 
 

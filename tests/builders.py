@@ -89,3 +89,5 @@ def assistant(content, eid="a0000001", parent="u0000001", provider="openai", mod
     return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T14:00:01.000Z",
             "message": {"role": "assistant", "content": content, "provider": provider, "model": model,
                         "stopReason": stop}}
+
+BASE = jsonl(HEADER, user("earlier"))

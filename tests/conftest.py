@@ -121,3 +121,19 @@ def roles(proc):
 def secret_free(proc, *paths):
     for blob in [proc.stdout, proc.stderr] + [open(p, "rb").read() for p in paths]:
         assert KEY.encode() not in blob and AKEY.encode() not in blob
+
+
+def failed(p, *needles):
+    """panto-send's checks every failure owes: one line, exit 1, input (builders.BASE) +
+    user entry ("now") kept, no reply."""
+    from builders import BASE, lines
+
+    assert_clean_error(p, name="panto-send")
+    assert len(p.stderr.rstrip(b"\n").split(b"\n")) == 1, p.stderr
+    assert p.stdout.startswith(BASE)
+    out = lines(p.stdout[len(BASE):])
+    assert len(out) == 1 and out[0]["message"]["role"] == "user"
+    assert out[0]["message"]["content"][-1]["text"] == "now"
+    for n in needles:
+        assert n.encode() in p.stderr, p.stderr
+    secret_free(p)

@@ -13,7 +13,7 @@ import responses_server as R
 import sse_server as S
 from builders import lines, read
 from conftest import KEY, SEED_TOML, assert_clean_error, env_for, run
-from test_send_roundtrip import VALID
+from api_rules import VALID
 
 from pantolib import compaction
 from pantolib.conversation import Session

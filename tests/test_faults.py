@@ -20,7 +20,7 @@ import pytest
 
 from conftest import assert_clean_error, log, run
 from pantolib import paths
-from builders import OTHER, SID, bare, header, msg, read, session_bytes, session_file, split_lines
+from builders import OTHER, SID, header, msg, read, session_bytes, session_file, split_lines
 
 
 def exe(name):

@@ -46,12 +46,6 @@ def llama():
         yield s
 
 
-@pytest.fixture
-def srv():
-    with S.Server() as s:
-        yield s
-
-
 def sh(srv, cmd, **env):
     p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, timeout=90,
                        env=env_for(srv, **env))

@@ -34,7 +34,6 @@ def test_uuid7_ids_are_version_7_and_time_ordered():
     assert len(set(ids)) == 50
     ms = int(ids[0].replace("-", "")[:12], 16)
     assert abs(ms - time.time() * 1000) < 5000
-    time.sleep(0.002)
     assert entries.uuid7()[:13] >= ids[-1][:13]
 
 
@@ -749,6 +748,17 @@ def test_newer_format_version_is_refused_unchanged(isolated):
     assert read(f) == data
 
 
+def wait_for_lock_waiter(proc, timeout=30):
+    """Until proc waits for a file lock (a `->` line of its pid in /proc/locks)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open("/proc/locks") as f:
+            if any("->" in line and line.split()[5:6] == [str(proc.pid)] for line in f):
+                return
+        assert proc.poll() is None and time.monotonic() < deadline, "replay never waited for the lock"
+        time.sleep(0.01)
+
+
 def test_replay_waits_for_an_appender_holding_the_lock(isolated):
     """A torn tail seen while an appender holds the lock is not cut under its feet."""
     f = session_file(isolated)
@@ -760,7 +770,7 @@ def test_replay_waits_for_an_appender_holding_the_lock(isolated):
         os.write(fd, half[:20])
         import shutil
         p = subprocess.Popen([shutil.which("panto-log"), "replay", f], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(0.4)
+        wait_for_lock_waiter(p)
         os.write(fd, half[20:])
         os.fsync(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)

@@ -440,6 +440,7 @@ def test_write_and_edit_of_a_rules_file_or_in_git_always_ask(isolated):
     blocks = results(tool(data, "--rule", "write", env=env), data)
     assert all("needs confirmation" in b["content"] for b in blocks)
     assert not (isolated / ".git" / "config").exists()
+    assert not (isolated / ".git" / "hooks" / "pre-commit").exists()
 
 
 # -- what the person sees ------------------------------------------------------------

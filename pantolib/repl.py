@@ -25,11 +25,12 @@ import sys
 import time
 
 from pantolib import cli, paths, terminal
-from pantolib.slash import Commands, names, plural, settings
 from pantolib.errors import PantoError
-from pantolib.pipeline import Cmd, EscKey, Interrupts, Pipeline, command_argv, read_session, write_fd
+from pantolib.files import write_all
+from pantolib.pipeline import Cmd, EscKey, Interrupts, Pipeline, command_argv, read_session
+from pantolib.slash import Commands, names, plural, settings
+from pantolib.terminal import BOLD, CYAN, DIM, RED, RESET, YELLOW
 
-DIM, RED, CYAN, BOLD, YELLOW, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[1m", "\033[33m", "\033[0m"
 COMPACT_AT = 0.85       # compact before the next request above this share of the context window
 # panto-send's live display marks thinking dim (ESC [2m ... ESC [0m); model text
 # reaches its display neutralized, so a colour code here is panto-send's own.
@@ -152,7 +153,7 @@ class StepScreen:
             self.live.feed(data) if data else None
         elif data:
             self.repl.out.flush()
-            write_fd(self.repl.err.fileno(), data)
+            write_all(self.repl.err.fileno(), data)
             self.line_open, self.shown, self.quiet = not data.endswith(b"\n"), True, time.monotonic()
 
     def output(self, cmd, data):

@@ -6,6 +6,7 @@ import signal
 import subprocess
 
 from pantolib import cli, paths, terminal
+from pantolib.terminal import BOLD, DIM, RED
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
 from pantolib.providers import NAMES as PROVIDERS
@@ -31,7 +32,6 @@ Tab completes a /command; Up/Down history; Ctrl-A/E start/end; Ctrl-U/K kill to 
 Ctrl-W word back;
 Ctrl-C cancels the running request or tool (at the prompt: clears the line).\
 """
-DIM, RED, BOLD = "\033[2m", "\033[31m", "\033[1m"
 
 
 def names():

@@ -3,11 +3,24 @@
 Parsing (docopt), exit statuses, the single stderr line, and the closed
 downstream pipe are decided here and nowhere else.
 """
+import enum
 import functools
 import os
 import sys
 
-OK, FAIL, USAGE, INTERRUPTED = 0, 1, 2, 130
+
+class Exit(enum.IntEnum):
+    """Every exit status of panto's commands (the man pages' EXIT STATUS)."""
+
+    OK = 0
+    FAIL = 1            # what went wrong is said in one line on stderr
+    USAGE = 2           # bad usage: the line, then the usage text
+    CONTEXT_FULL = 3    # panto-send: the prompt does not fit the context window (compact and retry)
+    INTERRUPTED = 130   # Ctrl-C (128 + SIGINT); panto-send keeps the partial reply
+
+
+OK, FAIL, USAGE, CONTEXT_FULL, INTERRUPTED = (Exit.OK, Exit.FAIL, Exit.USAGE, Exit.CONTEXT_FULL,
+                                              Exit.INTERRUPTED)
 
 
 def parse(doc, argv=None, version=True):

@@ -163,40 +163,39 @@ def keep_count(text):
     return n
 
 
-def run(args, send):
+def run(args):
     """`panto-send --compact [--keep N] [INSTRUCTIONS]`: the input stream, then
     a compaction entry, or the input alone with a note when there is nothing
-    to compact. `send` is the panto-send command module: its option checks,
-    input reading and request loop serve here, so the summary request is
-    configured exactly like a turn (without tools)."""
-    from pantolib import cli, secrets, stream
+    to compact. The option checks, input reading and request of a turn
+    (turn.py) serve here, so the summary request is configured exactly like a
+    turn (without tools)."""
+    from pantolib import cli, secrets, stream, turn
     from pantolib.errors import UsageError
 
     keep = DEFAULT_KEEP if args["--keep"] is None else keep_count(args["--keep"])
     instructions = args["INSTRUCTIONS"]
     if instructions is not None and args["--file"] is not None:
         raise UsageError("give either INSTRUCTIONS or -f FILE, not both")
-    opts = send._check(args)
+    opts = turn.check(args)
     if args["--file"] is not None:
         with open(args["--file"], encoding="utf-8") as f:
             instructions = f.read()
     instructions = instructions.strip() if instructions else None
 
     if not cli.stdin().peek(1):   # no session at all: nothing to pass on either
-        cli.warn(send.NAME, "nothing to compact: the input is empty")
+        cli.warn(turn.NAME, "nothing to compact: the input is empty")
         return cli.OK
-    session, out_lines, taken, unstamped = send._read_input(args["--system"])
+    session, out_lines, taken, unstamped = turn.read_input(args["--system"])
     out = cli.stdout()
-    provider, options, key_var, keys = send._configure(opts, session, out, out_lines, unstamped)
+    provider, options, key_var, keys = turn.configure(opts, session, out, out_lines, unstamped)
     try:
-        send._write_input(out, out_lines)
+        turn.write_input(out, out_lines)
         del out_lines
-        entry = _summarize(args, send, session, keep, instructions, provider, options, key_var, opts,
-                           keys, taken)
+        entry = _summarize(args, session, keep, instructions, provider, options, key_var, opts, keys, taken)
     except KeyboardInterrupt:
-        cli.warn(send.NAME, "interrupted: no summary written (the stream is passed through)")
-        return send.EXIT_INTERRUPTED
-    except send.ContextFull:
+        cli.warn(turn.NAME, "interrupted: no summary written (the stream is passed through)")
+        return cli.INTERRUPTED
+    except turn.ContextFull:
         from pantolib.errors import ProviderError
 
         raise ProviderError(f"no summary written: what is to be summarized is too long for the context "
@@ -206,30 +205,24 @@ def run(args, send):
     return cli.OK
 
 
-def _summarize(args, send, session, keep, instructions, provider, options, key_var, opts, keys, taken):
+def _summarize(args, session, keep, instructions, provider, options, key_var, opts, keys, taken):
     """Ask for the summary and return the compaction entry, or None (with a
     note) when there is nothing to compact."""
-    import os
     import signal
-    import sys
 
-    from pantolib import cli, providers
+    from pantolib import cli, providers, turn
     from pantolib.errors import ProviderError
 
     asked = request_messages(session, keep, instructions)
     if asked is None:
-        cli.warn(send.NAME, f"nothing to compact: {_too_short(session, keep)}; "
+        cli.warn(turn.NAME, f"nothing to compact: {_too_short(session, keep)}; "
                             "the stream is passed through unchanged")
         return None
     messages, first_kept = asked
-    send._need_key(options, key_var)
-    live = None
-    if not args["--quiet"] and (args["--live"] or sys.stderr.isatty()):
-        from pantolib.render import Live
-
-        live = Live(sys.stderr, keys, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
+    turn.need_key(options, key_var)
+    live = turn.live_display(args, keys)
     try:
-        content, stop, usage = send._exchange(provider, options, messages, opts, live, keys, key_var, {})
+        content, stop, usage = turn.exchange(provider, options, messages, opts, live, keys, key_var, {})
     finally:
         if live is not None:
             live.end()
@@ -240,6 +233,6 @@ def _summarize(args, send, session, keep, instructions, provider, options, key_v
                f"window of {options.model} (keep more prompts: --keep)"}.get(stop, "the reply held no text")
         raise ProviderError(f"no summary written: {why}")
     if stop == "length":
-        cli.warn(send.NAME, "the summary was cut off at the token limit (raise --max-tokens); "
+        cli.warn(turn.NAME, "the summary was cut off at the token limit (raise --max-tokens); "
                             "it is written as it came")
     return make_entry(summary, first_kept, session.leaf, taken, provider, options.model, usage)

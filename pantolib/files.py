@@ -31,8 +31,9 @@ def fsync_dir(directory):
 
 
 def write_all(fd, data):
-    """os.write until every byte is written (a short write is finished)."""
-    n = os.write(fd, data)
+    """os.write until every byte is written (a short write is finished; an
+    EINTR is retried by os.write itself, PEP 475). Nothing is written for b""."""
+    n = os.write(fd, data) if data else 0
     if n < len(data):
         view = memoryview(data)
         while n < len(view):

@@ -19,7 +19,7 @@ ignored and rebuilt: a cache only ever costs or saves time, never a line.
 """
 import os
 
-from pantolib import paths
+from pantolib import files, paths
 
 VERSION = 1
 TAIL = 4096     # bytes before the covered offset whose checksum is kept
@@ -112,9 +112,7 @@ def save(path, fd, r, env=None):
         out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             os.fchmod(out, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(out, view):]
+            files.write_all(out, data)
         finally:
             os.close(out)
         os.replace(tmp, target)

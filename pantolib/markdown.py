@@ -26,10 +26,7 @@ Every character of model text is passed through `terminal.visible()`.
 """
 import re
 
-from pantolib.terminal import cell_width, text_width, visible
-
-RESET, BOLD, DIM, ITALIC = "\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[3m"
-CYAN, GREEN, YELLOW, MAGENTA = "\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m"
+from pantolib.terminal import BOLD, CYAN, DIM, GREEN, ITALIC, MAGENTA, RESET, cell_width, text_width, visible
 
 # a line start that may still turn into a block marker
 _MAYBE = re.compile(r" {0,3}(#{1,6}|(> ?)+|[-*+]|[-*_]( ?[-*_])*|`{1,2}|~{1,2}|\d{1,9}[.)]?)?")

@@ -1,4 +1,5 @@
 """Where sessions live, and how a SESSION argument names one."""
+import functools
 import os
 
 from pantolib.errors import PantoError
@@ -90,7 +91,7 @@ def _xdg(env, var, fallback):
 
 
 def state_dir(env=None):
-    """$XDG_STATE_HOME/panto: the REPL's history, tools allowed 'always'."""
+    """$XDG_STATE_HOME/panto: the REPL's history, the fields servers refused (providers/refusals.py)."""
     return _xdg(env, "XDG_STATE_HOME", (".local", "state"))
 
 
@@ -138,17 +139,16 @@ def read_header(path):
     return stream.header_of(first)
 
 
-_UUID = None
+@functools.cache
+def _uuid():
+    import re
+
+    return re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def is_session_id(text):
     """A session id is a UUID in its canonical 8-4-4-4-12 hex form (it names a file)."""
-    global _UUID
-    if _UUID is None:
-        import re
-
-        _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-    return isinstance(text, str) and _UUID.fullmatch(text) is not None
+    return isinstance(text, str) and _uuid().fullmatch(text) is not None
 
 
 def _candidates(cwd):

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 
-from pantolib import terminal
+from pantolib import files, terminal
 from pantolib.conversation import Session
 
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
@@ -258,7 +258,7 @@ class Pipeline:
                         if on_output is not None:
                             on_output(self.ptys[fd], data)
                         elif data:
-                            write_fd(2, data)
+                            files.write_all(2, data)
                     elif data:
                         chunks.append(data)
                     if not data:
@@ -322,12 +322,3 @@ def _open_pty():
         pass
     os.set_inheritable(master, False)
     return master, slave
-
-
-def write_fd(fd, data):
-    while data:
-        try:
-            n = os.write(fd, data)
-        except InterruptedError:
-            continue
-        data = data[n:]

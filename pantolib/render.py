@@ -10,7 +10,7 @@ class Live:
     through secrets.Holdback: a tail that could be the start of an API key
     is held back until the next piece shows it is not one."""
 
-    DIM, RESET = b"\x1b[2m", b"\x1b[0m"
+    DIM, RESET = terminal.DIM.encode(), terminal.RESET.encode()
 
     def __init__(self, err, keys, dim):
         self.err, self.dim = err, dim

@@ -24,12 +24,13 @@ import re
 import sys
 import time
 
-from pantolib import paths, terminal
-from pantolib.commands import Commands, names, plural, settings
+from pantolib import cli, paths, terminal
 from pantolib.errors import PantoError
-from pantolib.pipeline import Cmd, EscKey, Interrupts, Pipeline, command_argv, read_session, write_fd
+from pantolib.files import write_all
+from pantolib.pipeline import Cmd, EscKey, Interrupts, Pipeline, command_argv, read_session
+from pantolib.slash import Commands, names, plural, settings
+from pantolib.terminal import BOLD, CYAN, DIM, RED, RESET, YELLOW
 
-DIM, RED, CYAN, BOLD, YELLOW, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[1m", "\033[33m", "\033[0m"
 COMPACT_AT = 0.85       # compact before the next request above this share of the context window
 # panto-send's live display marks thinking dim (ESC [2m ... ESC [0m); model text
 # reaches its display neutralized, so a colour code here is panto-send's own.
@@ -92,10 +93,89 @@ class Turn:
 
     @property
     def ok(self):
-        return all(s == 0 for s in self.statuses)
+        return all(s == cli.OK for s in self.statuses)
 
 
-class Repl(Commands):
+class StepScreen:
+    """What the terminal shows while one pipeline runs: the spinner, panto-send's
+    reply (LiveReply) and panto-tool's output; and when the model's time starts.
+
+    panto-tool asks its questions on /dev/tty itself, not through its pty,
+    so nothing tells the REPL a question is coming: the spinner is drawn
+    while a tool runs only once panto-tool has shown that a call runs
+    (its account of the call on the pty, or a question asked: the
+    terminal taken out of line mode, or opened by panto-tool, which it
+    does for its first question), when nothing may be half-drawn (its
+    last output ended a line, a while ago: a question opened then is
+    drawn by now) and no question is open (line mode, as panto leaves
+    it; a question takes it raw). Never on a timer alone: a slow start
+    of panto-tool would put the spinner in front of the question.
+    """
+
+    def __init__(self, repl, pipe, label):
+        self.repl, self.pipe, self.label = repl, pipe, label
+        self.spin = terminal.Spinner(repl.err, label)
+        self.live = LiveReply(repl)
+        self.has_tool = any(c.role == "tool" for c in pipe.commands)
+        self.line_open, self.shown, self.asked, self.quiet = False, False, False, time.monotonic()
+        self.start = time.monotonic()
+        self.model_start = self.start   # the model's time starts when the tools are done
+        self.held = {}  # after a Ctrl-C: what each child says, shown at its end without the plumbing's notes
+
+    def tick(self, p):
+        spin = self.spin
+        if p.interrupts or self.live.seen:
+            spin.stop()     # here, not in the signal handler: no output from a handler
+            return
+        if p.running("tool"):
+            now = time.monotonic()
+            self.model_start = now
+            if not _line_mode():      # a question is open: never draw over it
+                self.asked = True
+                spin.forget()
+            elif not self.asked and not self.repl.yes and _has_terminal_open(p, "tool"):
+                self.asked, self.quiet = True, now     # a question was asked, or is being drawn
+            elif (not self.line_open and now - self.quiet > 0.3
+                    and (self.repl.yes or self.shown or self.asked)):
+                if spin.label != "running ":
+                    spin.restart("running ")
+                spin.tick()
+        elif p.running("send"):
+            if self.has_tool and spin.label != self.label:
+                spin.restart(self.label)
+            spin.tick()
+
+    def show(self, cmd, data):
+        self.spin.stop()
+        if cmd.role == "tool":
+            self.model_start = time.monotonic()
+        if cmd.role == "send":
+            self.live.feed(data) if data else None
+        elif data:
+            self.repl.out.flush()
+            write_all(self.repl.err.fileno(), data)
+            self.line_open, self.shown, self.quiet = not data.endswith(b"\n"), True, time.monotonic()
+
+    def output(self, cmd, data):
+        if self.pipe.interrupts:
+            self.held[cmd] = self.held.get(cmd, b"") + data
+        else:
+            self.show(cmd, data)
+
+    def show_held(self):
+        for cmd, said in self.held.items():
+            self.show(cmd, _INTERRUPT_NOTE.sub(b"", said))
+
+    def end(self):
+        self.spin.stop()
+        self.live.end()
+
+    def seconds(self):
+        """The step's time: the model's alone when tools ran first."""
+        return time.monotonic() - (self.model_start if self.has_tool else self.start)
+
+
+class Repl:
     def __init__(self, path=None, provider=None, model=None, yes=False, max_steps=25, tools=True,
                  out=None, err=None, history=None, env=None, context_files=True):
         self.path = path            # the session file, once there is one
@@ -129,6 +209,7 @@ class Repl(Commands):
 
         self.rules = Rules()        # the rules files as read at start, and this run's "always"
         self.irq = Interrupts(0 if self.interactive else None)   # a turn's Ctrl-C presses
+        self.commands = Commands(self)   # the /commands (slash.py)
 
     def api_for(self, provider):
         """The --api to pass with this provider (None: another provider's API, or none given)."""
@@ -144,7 +225,7 @@ class Repl(Commands):
         self.out.flush()
 
     # -- the pipelines -------------------------------------------------------------------
-    def _send(self, prompt_file=None, extra=()):
+    def send_cmd(self, prompt_file=None, extra=()):
         argv = ["--live"]
         if self.tools and "--compact" not in extra:
             argv.append("--tools")
@@ -163,7 +244,7 @@ class Repl(Commands):
         env = {k: v for k, v in self.env.items() if k != "NO_COLOR"} if "NO_COLOR" in self.env else None
         return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send", env=env)
 
-    def _source(self, at=None, whole=False):
+    def source_cmd(self, at=None, whole=False):
         if not self.path:
             return []
         at = at or self.branch
@@ -172,7 +253,7 @@ class Repl(Commands):
         return [Cmd(command_argv("panto-log", "replay", *(() if whole else ("--context",)),
                                  *(["--at", at] if at else []), self.path, sigint=False))]
 
-    def _sink(self):
+    def sink_cmd(self):
         return Cmd(command_argv("panto-log", "append", *([self.path] if self.path else []), sigint=False))
 
     def _tool(self):
@@ -219,85 +300,31 @@ class Repl(Commands):
         """Run one pipeline, drawing what panto-send and panto-tool show;
         learn the session file from its output."""
         pipe = Pipeline(commands, interrupts=self.irq)
-        spin = terminal.Spinner(self.err, label)
-        live = LiveReply(self)
-        has_tool = any(c.role == "tool" for c in pipe.commands)
-        # panto-tool asks its questions on /dev/tty itself, not through its pty,
-        # so nothing tells the REPL a question is coming: the spinner is drawn
-        # while a tool runs only once panto-tool has shown that a call runs
-        # (its account of the call on the pty, or a question asked: the
-        # terminal taken out of line mode, or opened by panto-tool, which it
-        # does for its first question), when nothing may be half-drawn (its
-        # last output ended a line, a while ago: a question opened then is
-        # drawn by now) and no question is open (line mode, as panto leaves
-        # it; a question takes it raw). Never on a timer alone: a slow start
-        # of panto-tool would put the spinner in front of the question.
-        state = {"line_open": False, "shown": False, "asked": False, "quiet": time.monotonic()}
-        start = time.monotonic()
-        model = {"start": start}    # the model's time starts when the tools are done
-
-        def tick(p):
-            if p.interrupts or live.seen:
-                spin.stop()     # here, not in the signal handler: no output from a handler
-                return
-            if p.running("tool"):
-                now = time.monotonic()
-                model["start"] = now
-                if not self._line_mode():      # a question is open: never draw over it
-                    state["asked"] = True
-                    spin.forget()
-                elif not state["asked"] and not self.yes and _has_terminal_open(p, "tool"):
-                    state.update(asked=True, quiet=now)     # a question was asked, or is being drawn
-                elif (not state["line_open"] and now - state["quiet"] > 0.3
-                        and (self.yes or state["shown"] or state["asked"])):
-                    if spin.label != "running ":
-                        spin.restart("running ")
-                    spin.tick()
-            elif p.running("send"):
-                if has_tool and spin.label != label:
-                    spin.restart(label)
-                spin.tick()
-
-        def show(cmd, data):
-            spin.stop()
-            if cmd.role == "tool":
-                model["start"] = time.monotonic()
-            if cmd.role == "send":
-                live.feed(data) if data else None
-            elif data:
-                self.out.flush()
-                write_fd(self.err.fileno(), data)
-                state.update(line_open=not data.endswith(b"\n"), shown=True, quiet=time.monotonic())
-
-        held = {}   # after a Ctrl-C: what each child says, shown at its end without the plumbing's notes
-
-        def output(cmd, data):
-            if pipe.interrupts:
-                held[cmd] = held.get(cmd, b"") + data
-            else:
-                show(cmd, data)
-
+        screen = StepScreen(self, pipe, label)
         esc = None
         if self.editor is not None and any(c.role == "send" for c in pipe.commands):
             esc = EscKey(0, self._type_ahead)
         try:
-            statuses, data = pipe.run(output, tick, esc)
-            for cmd, said in held.items():
-                show(cmd, _INTERRUPT_NOTE.sub(b"", said))
+            statuses, data = pipe.run(screen.output, screen.tick, esc)
+            screen.show_held()
         finally:
             if esc is not None:
                 esc.close()
-            spin.stop()
-            live.end()
-        seconds = time.monotonic() - (model["start"] if has_tool else start)
+            screen.end()
+        seconds = screen.seconds()
         session = self._read_back(data)
+        self._learn_file(session)
+        return Turn(statuses, session, pipe.interrupts > 0, seconds, screen.live.seen)
+
+    def _learn_file(self, session):
+        """The session file, once a step's echo names one that exists, and the
+        session as it holds it (a first prompt that failed left none)."""
         if self.path is None and session is not None and session.header is not None:
             candidate = paths.session_path(session.header)
             if os.path.exists(candidate):
                 self.path = candidate
         if session is not None and session.header is not None and self.path is not None:
-            self.session = session      # what the file holds (a first prompt that failed left none)
-        return Turn(statuses, session, pipe.interrupts > 0, seconds, live.seen)
+            self.session = session
 
     def _type_ahead(self, data):
         """Keys typed while a reply streams: they wait for the next prompt."""
@@ -331,6 +358,11 @@ class Repl(Commands):
         return session
 
     # -- keys typed while a turn runs ------------------------------------------------------
+    @property
+    def keys_held(self):
+        """Whether keys are held (hold_keys) while a turn runs."""
+        return self._held is not None
+
     def hold_keys(self):
         """No echo while a turn runs: keys typed wait, unseen, for the next
         prompt (the line editor reads them first). The terminal
@@ -358,16 +390,6 @@ class Repl(Commands):
             except (termios.error, OSError):
                 pass
 
-    @staticmethod
-    def _line_mode():
-        """Whether the terminal is in line (canonical) mode, as panto leaves it during a turn."""
-        import termios
-
-        try:
-            return bool(termios.tcgetattr(0)[3] & termios.ICANON)
-        except (termios.error, OSError):
-            return False
-
     def turn(self, prompt):
         """A prompt (None: send the conversation as it is, e.g. /retry), then
         tool rounds while the model asks for tools (at most max_steps)."""
@@ -380,16 +402,16 @@ class Repl(Commands):
             return
         if self.path and self.fill is not None and self.fill > COMPACT_AT and not self.irq.count:
             self.say(f"[the context is {self.fill:.0%} full: compacting first]", DIM)
-            self.compact(keep=1)
-        t = self._request(prompt)
+            self.commands.compact(keep=1)
+        t = self.request(prompt)
         if not t.cancelled and self._context_full(t):
             self.say("[the context window is full: compacting, then sending again]", YELLOW)
-            at = self._last_prompt_entry(t.session) if t.ok else None
-            if self.compact(at=at["id"] if at else None, keep=1):
-                t = self._request(None)
-        self._agent(t)
+            at = self.last_prompt_entry(t.session) if t.ok else None
+            if self.commands.compact(at=at["id"] if at else None, keep=1):
+                t = self.request(None)
+        self.agent(t)
 
-    def _agent(self, t):
+    def agent(self, t):
         """The agent loop after a request: tool rounds while the model asks for
         tools, at most max_steps requests in all."""
         steps = 1
@@ -405,10 +427,10 @@ class Repl(Commands):
                 return
             tool = self._tool()
             try:
-                t = self.step(self._source() + [tool, self._send(), self._sink()])
+                t = self.step(self.source_cmd() + [tool, self.send_cmd(), self.sink_cmd()])
             finally:
                 self._granted(tool)
-            self._report(t)
+            self.report(t)
             steps += 1
         if (t.cancelled or self.irq.count) and not self._aborted_shown(t):
             self.say("[cancelled]", RED)    # one line: a partial reply's usage line says "aborted"
@@ -420,20 +442,20 @@ class Repl(Commands):
         return (leaf is not None and leaf["message"]["role"] == "assistant"
                 and leaf["message"].get("stopReason") == "aborted")
 
-    def _request(self, prompt):
+    def request(self, prompt):
         prompt_file = self._write_prompt(prompt) if prompt is not None else None
         try:
-            t = self.step(self._source() + [self._send(prompt_file), self._sink()])
+            t = self.step(self.source_cmd() + [self.send_cmd(prompt_file), self.sink_cmd()])
         finally:
             if prompt_file:
                 os.unlink(prompt_file)
         if self.branch and (t.session is None or t.session.leaf != self.branch):
             self.branch = None      # the branch is made: it is the active path now
-        self._report(t)
+        self.report(t)
         return t
 
     def _context_full(self, t):
-        if 3 in t.statuses:
+        if cli.CONTEXT_FULL in t.statuses:
             return True
         leaf = t.session.leaf_message() if t.session is not None else None
         return (t.ok and leaf is not None and leaf["message"]["role"] == "assistant"
@@ -450,7 +472,7 @@ class Repl(Commands):
         return texts[-1] if texts else None
 
     @staticmethod
-    def _last_prompt_entry(session):
+    def last_prompt_entry(session):
         for e in reversed(session.message_entries()):
             m = e["message"]
             if m["role"] == "user" and any(b.get("type") == "text" for b in m["content"]):
@@ -472,7 +494,7 @@ class Repl(Commands):
         return name
 
     # -- after each reply: one dim line ----------------------------------------------------
-    def _report(self, t):
+    def report(self, t):
         if t.session is None or t.cancelled and not t.shown:
             return
         leaf = t.session.by_id.get(t.session.leaf) if t.session.leaf else None
@@ -529,7 +551,7 @@ class Repl(Commands):
     # -- resuming ------------------------------------------------------------------------
     def load(self):
         """Replay the session file (repairing a torn tail): the Session, or None."""
-        t = self.step(self._source(whole=True))
+        t = self.step(self.source_cmd(whole=True))
         if not t.ok or t.session is None:
             raise PantoError(f"cannot read the session '{self.path}'")
         from pantolib import entries
@@ -591,14 +613,13 @@ class Repl(Commands):
                 self.say(f"instructions: {names}", DIM)
             for note in found.notes:
                 self.say(terminal.visible_line(note), YELLOW)
-        from pantolib import providers
-        from pantolib.cmd import send
+        from pantolib import providers, turn
 
         try:
             _, options, key_var = providers.configure({"provider": self.provider, "model": self.model},
                                                       session.active_model() if session is not None else None,
                                                       self.env)
-            send._need_key(options, key_var)
+            turn.need_key(options, key_var)
         except PantoError as e:
             self.say(f"{e}: every request will fail until it is", RED)
 
@@ -664,7 +685,7 @@ class Repl(Commands):
                     self.hold_keys()
                     try:
                         if text.startswith("/") and not text.startswith("//"):
-                            if not self.command(text):
+                            if not self.commands.run(text):
                                 return
                             continue
                         if text.startswith("//"):
@@ -680,6 +701,16 @@ class Repl(Commands):
             if self.editor is not None:
                 self.editor.write(terminal.PASTE_OFF)
                 self.out.flush()
+
+
+def _line_mode():
+    """Whether the terminal is in line (canonical) mode, as panto leaves it during a turn."""
+    import termios
+
+    try:
+        return bool(termios.tcgetattr(0)[3] & termios.ICANON)
+    except (termios.error, OSError):
+        return False
 
 
 def _has_terminal_open(pipe, role):

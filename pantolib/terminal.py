@@ -542,3 +542,11 @@ class Spinner:
             self.stream.flush()
         except (OSError, ValueError):
             self.on = False
+
+
+# --- SGR codes: the one set panto draws with (shown only where styled() says so) ---
+
+RESET, BOLD, DIM, ITALIC = "\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[3m"
+RED, GREEN, YELLOW, MAGENTA, CYAN = "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[36m"
+# the marks around a bracketed paste, for panto-tool's key reader (tools/confirm.py)
+PASTE_START, PASTE_END = _PASTE_START, _PASTE_END

@@ -66,6 +66,10 @@ def run(args, input=b"", cwd=None, env=None, timeout=60):
                           cwd=cwd, env=env, timeout=timeout)
 
 
+def log(*args, input=b"", **kw):
+    return run(["panto-log", *args], input=input, **kw)
+
+
 @pytest.fixture
 def sh():
     return run
@@ -79,3 +83,57 @@ def assert_clean_error(proc, status=1, name=None):
     if name:
         assert err.startswith(f"{name}: "), err
     assert err.strip(), "no error message"
+
+
+# -- panto-send against the scripted SSE server (tests/sse_server.py) ------------
+
+KEY = "sk-test-0123456789abcdefSECRET"
+AKEY = "sk-ant-test-9876543210SECRET"
+
+
+@pytest.fixture
+def srv():
+    import sse_server
+
+    with sse_server.Server() as s:
+        yield s
+
+
+def env_for(srv, **extra):
+    """The environment of a command sent to `srv` (both providers, test keys); None removes a variable."""
+    env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY,
+               ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=AKEY)
+    env.update(extra)
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def send(srv, *args, input=b"", timeout=30, **env):
+    return run(["panto-send", *args], input=input, env=env_for(srv, **env), timeout=timeout)
+
+
+def roles(proc):
+    """Roles of the message entries a run wrote (header and other entries skipped)."""
+    from builders import lines
+
+    return [e["message"]["role"] for e in lines(proc.stdout) if e.get("type") == "message"]
+
+
+def secret_free(proc, *paths):
+    for blob in [proc.stdout, proc.stderr] + [open(p, "rb").read() for p in paths]:
+        assert KEY.encode() not in blob and AKEY.encode() not in blob
+
+
+def failed(p, *needles):
+    """panto-send's checks every failure owes: one line, exit 1, input (builders.BASE) +
+    user entry ("now") kept, no reply."""
+    from builders import BASE, lines
+
+    assert_clean_error(p, name="panto-send")
+    assert len(p.stderr.rstrip(b"\n").split(b"\n")) == 1, p.stderr
+    assert p.stdout.startswith(BASE)
+    out = lines(p.stdout[len(BASE):])
+    assert len(out) == 1 and out[0]["message"]["role"] == "user"
+    assert out[0]["message"]["content"][-1]["text"] == "now"
+    for n in needles:
+        assert n.encode() in p.stderr, p.stderr
+    secret_free(p)

@@ -11,9 +11,9 @@ import pytest
 
 import responses_server as R
 import sse_server as S
-from conftest import SEED_TOML, assert_clean_error, run
-from test_send import KEY, env_for, srv  # noqa: F401
-from test_send_roundtrip import VALID
+from builders import lines, read
+from conftest import KEY, SEED_TOML, assert_clean_error, env_for, run
+from api_rules import VALID
 
 from pantolib import compaction
 from pantolib.conversation import Session
@@ -108,15 +108,6 @@ def sh(srv, cmd, provider="openai", status=0):
     assert p.returncode == status, (cmd, p.stderr.decode())
     assert b"Traceback" not in p.stderr
     return p
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def lines(data):
-    return [orjson.loads(x) for x in data.split(b"\n") if x]
 
 
 def transcript_of(entries):

@@ -18,9 +18,9 @@ import threading
 import orjson
 import pytest
 
-from conftest import assert_clean_error, run
+from conftest import assert_clean_error, log, run
 from pantolib import paths
-from test_log import SID, OTHER, bare, header, lines, log, msg, read, session_bytes, session_file
+from builders import OTHER, SID, header, msg, read, session_bytes, session_file, split_lines
 
 
 def exe(name):
@@ -282,7 +282,7 @@ def test_an_appender_stops_when_its_file_is_cut_shorter_in_place(isolated, keep)
     one, two = msg("b1000001", "0002bbbb", "user", "one"), msg("b1000002", "b1000001", "user", "two")
     assert s.send(one) == one
     data = read(f)
-    cut = len(lines(data)[0]) if keep == "header" else len(b"".join(lines(data)[:3]))
+    cut = len(split_lines(data)[0]) if keep == "header" else len(b"".join(split_lines(data)[:3]))
     os.truncate(f, cut)                              # the same file, shorter
     assert s.send(two) == b""                        # never echoed, never written
     status, rest, err = s.end()
@@ -425,9 +425,9 @@ def test_racing_creators_without_hard_links_never_replace_a_file(isolated, sessi
         for p, (out, err), data, line in zip(procs, results, sent, last):
             assert p.returncode == 0, err
             assert out == data + line
-            for entry in lines(data)[1:] + [line]:
+            for entry in split_lines(data)[1:] + [line]:
                 assert entry in f, "an echoed line is not in the session file"
-        assert len(lines(f)) == 1 + sum(len(lines(d)) for d in sent)
+        assert len(split_lines(f)) == 1 + sum(len(split_lines(d)) for d in sent)
     assert [n for n in os.listdir(sessions) if n.startswith(".")] == []
 
 
@@ -526,7 +526,7 @@ def test_closed_stdin_is_an_empty_stream(isolated):
 def test_an_id_already_in_the_file_with_other_content_is_reported(isolated):
     f = session_file(isolated)
     base = read(f)
-    same = lines(base)[1]
+    same = split_lines(base)[1]
     changed = msg("0000aaaa", None, "user", "not what the file says")
     p = run(["panto-log", "append", f], input=same + changed)
     assert p.returncode == 0

@@ -8,14 +8,8 @@ import os
 import pytest
 
 from conftest import run
-from sse_server import Server, openai_text
-from test_panto import KEY, Term, read_entries, session_files
-
-
-@pytest.fixture
-def srv():
-    with Server() as s:
-        yield s
+from sse_server import openai_text
+from repl_term import KEY, Term, read_entries, session_files
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from sse_server import Server, openai_text, openai_tools
-from test_panto import KEY, Term as _Term
+from repl_term import KEY, Term as _Term
 
 SID = "0199aaaa-bbbb-7ccc-8ddd-0000000000c1"
 QUESTION = "allow bash?"

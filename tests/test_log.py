@@ -11,69 +11,12 @@ import time
 import orjson
 import pytest
 
-from conftest import assert_clean_error, run
+from builders import OTHER, SID, bare, header, msg, read, session_bytes, session_file, split_lines
+from conftest import assert_clean_error, log, run
 from pantolib import entries, paths
 
-SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
-OTHER = "0199aaaa-bbbb-7ccc-8ddd-ffffffffffff"
 ID8 = re.compile(rb"^[0-9a-f]{8}$")
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
-
-
-# -- building streams by hand ----------------------------------------------------
-
-def header(cwd, sid=SID, ts="2026-04-25T17:40:15.990Z", version=1):
-    return orjson.dumps({"type": "session", "version": version, "id": sid,
-                         "timestamp": ts, "cwd": str(cwd)}) + b"\n"
-
-
-def msg(eid, parent, role, text, ts="2026-04-25T17:40:16.000Z", stamp=True, **extra):
-    entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": ts}
-    if role == "user" and stamp:
-        entry["provider"], entry["model"] = "openai", "gpt-4o"
-    entry["message"] = {"role": role, "content": [{"type": "text", "text": text}], **extra}
-    return orjson.dumps(entry) + b"\n"
-
-
-def bare(role, text):
-    return orjson.dumps({"type": "message", "message": {"role": role,
-                         "content": [{"type": "text", "text": text}]}}) + b"\n"
-
-
-def session_bytes(cwd, sid=SID, turns=1):
-    """header, then user/assistant pairs in a linear chain."""
-    out, parent = [header(cwd, sid)], None
-    for i in range(turns):
-        u, a = f"{i:04x}aaaa", f"{i:04x}bbbb"
-        out.append(msg(u, parent, "user", f"question {i}"))
-        out.append(msg(a, u, "assistant", f"answer {i}", stopReason="stop", provider="openai",
-                       model="gpt-4o", usage={"input": 10, "output": 5}))
-        parent = a
-    return b"".join(out)
-
-
-def session_file(cwd, sid=SID, turns=1, data=None):
-    """Write a session where panto would keep it; return its path."""
-    d = paths.session_dir(str(cwd))
-    os.makedirs(d, mode=0o700, exist_ok=True)
-    p = os.path.join(d, sid + ".jsonl")
-    with open(p, "wb") as f:
-        f.write(session_bytes(cwd, sid, turns) if data is None else data)
-    return p
-
-
-def read(p):
-    with open(p, "rb") as f:
-        return f.read()
-
-
-def lines(b):
-    """The non-blank lines of some bytes, each with its line feed."""
-    return [l + b"\n" for l in b.split(b"\n") if l.strip()]
-
-
-def log(*args, input=b"", **kw):
-    return run(["panto-log", *args], input=input, **kw)
 
 
 def ok(proc):
@@ -91,7 +34,6 @@ def test_uuid7_ids_are_version_7_and_time_ordered():
     assert len(set(ids)) == 50
     ms = int(ids[0].replace("-", "")[:12], 16)
     assert abs(ms - time.time() * 1000) < 5000
-    time.sleep(0.002)
     assert entries.uuid7()[:13] >= ids[-1][:13]
 
 
@@ -364,7 +306,7 @@ def test_entry_already_in_the_file_is_not_written_again(isolated):
     f = session_file(isolated)
     base = read(f)
     new = msg("40000001", "0000bbbb", "user", "new")
-    data = header(isolated) + lines(base)[1] + new + lines(base)[2] + new
+    data = header(isolated) + split_lines(base)[1] + new + split_lines(base)[2] + new
     p = ok(log("append", input=data))
     assert p.stdout == data
     assert read(f) == base + new
@@ -375,7 +317,7 @@ def test_bare_entries_are_completed(isolated):
     base = read(f)
     data = bare("user", "typed with jq") + bare("assistant", "ok")
     p = ok(log("append", f, input=data))
-    out = lines(p.stdout)
+    out = split_lines(p.stdout)
     assert len(out) == 2
     assert read(f) == base + p.stdout
     first, second = (orjson.loads(l) for l in out)
@@ -391,7 +333,7 @@ def test_bare_entries_are_completed(isolated):
 def test_bare_entry_in_a_new_session_gets_the_stream_leaf_as_parent(isolated, sessions):
     data = header(isolated) + msg("00000001", None, "user", "hi") + bare("assistant", "hello")
     p = ok(log("append", input=data))
-    out = lines(p.stdout)
+    out = split_lines(p.stdout)
     got = orjson.loads(out[2])
     assert got["parentId"] == "00000001" and ID8.match(got["id"].encode())
     assert read(os.path.join(sessions, SID + ".jsonl")) == p.stdout
@@ -625,7 +567,7 @@ def test_a_bad_line_in_the_middle_is_reported_and_never_cut(isolated, bad):
     # reported (FILE:LINE, how many lines after it are intact) and the file
     # left alone, by replay and by append, which writes nothing.
     f = session_file(isolated, turns=2)
-    ls = lines(read(f))
+    ls = split_lines(read(f))
     data = b"".join(ls[:3]) + bad + b"".join(ls[3:])
     with open(f, "wb") as fh:
         fh.write(data)
@@ -658,7 +600,7 @@ def test_a_torn_tail_is_cut_and_skip_bad_leaves_it_out(isolated, tail):
 
 def test_skip_bad_repairs_by_hand(isolated, tmp_path):
     f = session_file(isolated, turns=3)
-    ls = lines(read(f))
+    ls = split_lines(read(f))
     data = ls[0] + b"}\n" + b"".join(ls[1:4]) + b"[]\n" + b"".join(ls[4:]) + b'{"torn'
     with open(f, "wb") as fh:
         fh.write(data)
@@ -695,7 +637,7 @@ def test_no_repair_leaves_the_file_and_says_what_it_would_cut(isolated):
 
 def test_schema_error_is_reported_with_file_and_line_and_file_unchanged(isolated):
     f = session_file(isolated, turns=2)
-    ls = lines(read(f))
+    ls = split_lines(read(f))
     broken = b'{"type":"message","id":"b0000001","parentId":"0000bbbb","timestamp":"2026-04-25T17:40:16.000Z","message":{"content":[]}}\n'
     data = b"".join(ls[:3]) + broken + b"".join(ls[3:])
     with open(f, "wb") as fh:
@@ -777,12 +719,12 @@ def test_second_header_at_the_end_is_torn_in_the_middle_is_bad(isolated):
 
 def test_blank_lines_are_skipped(isolated):
     f = session_file(isolated, turns=2)
-    ls = lines(read(f))
+    ls = split_lines(read(f))
     data = ls[0] + b"\n" + ls[1] + b"  \n\n" + b"".join(ls[2:])
     with open(f, "wb") as fh:
         fh.write(data)
     p = ok(log("replay", f))
-    assert lines(p.stdout) == [l for l in ls]          # every entry kept, none cut
+    assert split_lines(p.stdout) == [l for l in ls]          # every entry kept, none cut
     assert read(f) == data
     # and the replayed stream goes back into append without writing anything
     ok(log("append", input=p.stdout))
@@ -807,6 +749,17 @@ def test_newer_format_version_is_refused_unchanged(isolated):
     assert read(f) == data
 
 
+def wait_for_lock_waiter(proc, timeout=30):
+    """Until proc waits for a file lock (a `->` line of its pid in /proc/locks)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open("/proc/locks") as f:
+            if any("->" in line and line.split()[5:6] == [str(proc.pid)] for line in f):
+                return
+        assert proc.poll() is None and time.monotonic() < deadline, "replay never waited for the lock"
+        time.sleep(0.01)
+
+
 def test_replay_waits_for_an_appender_holding_the_lock(isolated):
     """A torn tail seen while an appender holds the lock is not cut under its feet."""
     f = session_file(isolated)
@@ -818,7 +771,7 @@ def test_replay_waits_for_an_appender_holding_the_lock(isolated):
         os.write(fd, half[:20])
         import shutil
         p = subprocess.Popen([shutil.which("panto-log"), "replay", f], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(0.4)
+        wait_for_lock_waiter(p)
         os.write(fd, half[20:])
         os.fsync(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -882,7 +835,7 @@ def test_what_panto_writes_without_extensions_matches_the_seed_layout(isolated, 
     data = header(isolated) + bare("user", "hi") + bare("assistant", "yo")
     ok(log("append", input=data))
     f = os.path.join(sessions, SID + ".jsonl")
-    for line in lines(read(f))[1:]:
+    for line in split_lines(read(f))[1:]:
         assert re.match(rb'^\{"type":"message","id":"[0-9a-f]{8}","parentId":(null|"[0-9a-f]{8}"),'
                         rb'"timestamp":"[^"]+","message":\{"role":"(user|assistant)","content":\[', line), line
 
@@ -931,13 +884,13 @@ def test_replay_context_prints_what_the_request_needs_marked_partial(isolated):
     data, kept, _ = compacted_session(isolated)
     f = session_file(isolated, data=data)
     p = ok(log("replay", "--context", f))
-    out = lines(p.stdout)
+    out = split_lines(p.stdout)
     head = orjson.loads(out[0])
     assert head["id"] == SID and head["partial"]["omitted"]
-    every = [orjson.loads(l)["id"] for l in lines(data)[1:]]
+    every = [orjson.loads(l)["id"] for l in split_lines(data)[1:]]
     assert sorted(head["partial"]["omitted"]) == sorted(set(every) - set(kept))
     assert [orjson.loads(l)["id"] for l in out[1:]] == kept
-    assert all(l in lines(data) for l in out[1:])            # byte for byte, as in the file
+    assert all(l in split_lines(data) for l in out[1:])            # byte for byte, as in the file
     assert p.stdout == ok(log("replay", "--context", f)).stdout   # the same from the cache
     assert read(f) == data
 
@@ -952,8 +905,8 @@ def test_replay_context_at_an_entry_before_the_compaction(isolated):
     f = session_file(isolated, data=data)
     plain = ok(log("replay", "--at", "0002bbbb", f)).stdout
     p = ok(log("replay", "--context", "--at", "0002bbbb", f))
-    assert lines(p.stdout)[1:] == lines(plain)[1:]           # no compaction on that path: all of it
-    assert orjson.loads(lines(p.stdout)[0])["partial"]["omitted"]
+    assert split_lines(p.stdout)[1:] == split_lines(plain)[1:]           # no compaction on that path: all of it
+    assert orjson.loads(split_lines(p.stdout)[0])["partial"]["omitted"]
 
 
 def _conversation(stream_bytes):
@@ -1016,7 +969,7 @@ def test_the_partial_pipeline_through_panto_send_asks_and_writes_the_same(isolat
             assert out.startswith(src)
             ok(log("append", path, input=out))
         assert len(srv.requests) == 2 and srv.requests[0].body == srv.requests[1].body
-    added = [lines(read(p))[len(lines(data)):] for p in (f, g)]
+    added = [split_lines(read(p))[len(split_lines(data)):] for p in (f, g)]
 
     def shape(raw):
         e = orjson.loads(raw)
@@ -1091,7 +1044,7 @@ def test_the_index_cache_is_private(isolated):
 
 def _cut(f, data):
     """Cut the file shorter in place (same inode), at a line boundary."""
-    keep = b"".join(lines(data)[:-3])
+    keep = b"".join(split_lines(data)[:-3])
     os.truncate(f, len(keep))
 
 
@@ -1166,11 +1119,11 @@ def test_compaction_of_a_partial_stream_asks_and_keeps_the_same(isolated, tmp_pa
             out = ok(run(["panto-send", "--quiet", "--compact", "--keep", "1"], input=src, env=env)).stdout
             ok(log("append", path, input=out))
         assert len(srv.requests) == 2 and srv.requests[0].body == srv.requests[1].body
-    new = [orjson.loads(lines(read(p))[-1]) for p in (f, g)]
+    new = [orjson.loads(split_lines(read(p))[-1]) for p in (f, g)]
     assert new[0]["type"] == new[1]["type"] == "compaction"
     assert new[0]["firstKeptId"] == new[1]["firstKeptId"] == "9999aaaa"
     assert new[0]["parentId"] == new[1]["parentId"] == "9999bbbb"
     # and the next turn's stream follows the new compaction (with the last stamped
     # prompt before it: the one kept has no stamp, and it names the active model)
-    head, *rest = lines(ok(log("replay", "--context", g)).stdout)
+    head, *rest = split_lines(ok(log("replay", "--context", g)).stdout)
     assert [orjson.loads(x)["id"] for x in rest] == ["5555aaaa", "0005aaaa", "9999aaaa", "9999bbbb", new[1]["id"]]

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import assert_clean_error
-from test_tool import Term as ToolTerm, answered, results, stream_with, tool
+from tool_term import Term as ToolTerm, answered, results, stream_with, tool
 
 ALWAYS = "always"     # asked whatever the rules ("... asked every time")
 ASK = "ask"           # no rule matches
@@ -287,14 +287,8 @@ def test_a_command_sees_no_rules_file_and_no_channel(isolated, tmp_path):
 
 # -- the REPL ---------------------------------------------------------------------------------
 
-from sse_server import Server, openai_text, openai_tools   # noqa: E402
-from test_panto import KEY, Term   # noqa: E402
-
-
-@pytest.fixture
-def srv():
-    with Server() as s:
-        yield s
+from sse_server import openai_text, openai_tools   # noqa: E402
+from repl_term import KEY, Term   # noqa: E402
 
 
 @pytest.fixture

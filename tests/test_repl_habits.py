@@ -8,14 +8,8 @@ import time
 import pytest
 
 from conftest import assert_clean_error, run
-from sse_server import Server, openai_text
-from test_panto import KEY, Term, make_session, read_entries, session_files, write_session
-
-
-@pytest.fixture
-def srv():
-    with Server() as s:
-        yield s
+from sse_server import openai_text
+from repl_term import KEY, Term, make_session, read_entries, session_files, write_session
 
 
 @pytest.fixture

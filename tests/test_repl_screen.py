@@ -8,18 +8,12 @@ import time
 
 import pytest
 
-from sse_server import Server, an_block, an_delta, an_end, an_start, an_stop, anthropic_stream, \
+from sse_server import an_block, an_delta, an_end, an_start, an_stop, anthropic_stream, \
     openai_text, openai_tools
-from test_panto import KEY, Term, usage
+from repl_term import KEY, Term, usage
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
-
-
-@pytest.fixture
-def srv():
-    with Server() as s:
-        yield s
 
 
 @pytest.fixture

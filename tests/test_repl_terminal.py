@@ -12,17 +12,11 @@ import time
 import pytest
 
 from conftest import run
-from sse_server import Server, anthropic_stream, an_block, an_delta, an_end, an_start, an_stop, \
+from sse_server import anthropic_stream, an_block, an_delta, an_end, an_start, an_stop, \
     error_reply, openai_text, openai_tools
-from test_panto import KEY, Term, read_entries, roles, session_files, usage
+from repl_term import KEY, Term, read_entries, roles, session_files, usage
 
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
-
-
-@pytest.fixture
-def srv():
-    with Server() as s:
-        yield s
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 
 import responses_server as R
 import sse_server as S
-from conftest import assert_clean_error
-from test_send import HEADER, assistant, env_for, jsonl, lines, send, srv, user  # noqa: F401
+from builders import HEADER, assistant, jsonl, lines, user
+from conftest import assert_clean_error, env_for, send
 from typed_check import check
 
 MODEL = "gpt-test"

@@ -10,64 +10,12 @@ import orjson
 import pytest
 
 import sse_server as S
-from conftest import assert_clean_error, run
+from builders import HEADER, assistant, jsonl, lines, user
+from conftest import AKEY, KEY, assert_clean_error, env_for, run, secret_free, send, srv  # noqa: F401 (test_tree.py imports env_for, srv)
 
-KEY = "sk-test-0123456789abcdefSECRET"
-AKEY = "sk-ant-test-9876543210SECRET"
 HEX8 = re.compile(r"^[0-9a-f]{8}$")
 OA_USAGE = {"prompt_tokens": 150, "completion_tokens": 42, "prompt_tokens_details": {"cached_tokens": 120},
             "completion_tokens_details": {"reasoning_tokens": 18}}
-
-
-@pytest.fixture
-def srv():
-    with S.Server() as s:
-        yield s
-
-
-def env_for(srv, **extra):
-    env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY,
-               ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=AKEY)
-    env.update(extra)
-    return {k: v for k, v in env.items() if v is not None}
-
-
-def send(srv, *args, input=b"", timeout=30, **env):
-    return run(["panto-send", *args], input=input, env=env_for(srv, **env), timeout=timeout)
-
-
-def lines(out):
-    return [orjson.loads(x) for x in out.split(b"\n") if x]
-
-
-def roles(proc):
-    """Roles of the message entries a run wrote (header and other entries skipped)."""
-    return [e["message"]["role"] for e in lines(proc.stdout) if e.get("type") == "message"]
-
-
-def secret_free(proc, *paths):
-    for blob in [proc.stdout, proc.stderr] + [open(p, "rb").read() for p in paths]:
-        assert KEY.encode() not in blob and AKEY.encode() not in blob
-
-
-def user(text, eid="u0000001", parent=None, provider="openai", model="gpt-4o"):
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T14:00:00.000Z",
-            "provider": provider, "model": model,
-            "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
-
-
-def assistant(content, eid="a0000001", parent="u0000001", provider="openai", model="gpt-4o", stop="stop"):
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T14:00:01.000Z",
-            "message": {"role": "assistant", "content": content, "provider": provider, "model": model,
-                        "stopReason": stop}}
-
-
-HEADER = {"type": "session", "version": 1, "id": "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee",
-          "timestamp": "2026-04-25T14:00:00.000Z", "cwd": "/somewhere"}
-
-
-def jsonl(*objs):
-    return b"".join(orjson.dumps(o) + b"\n" for o in objs)
 
 
 # --- a new session -----------------------------------------------------------------

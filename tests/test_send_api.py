@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 import sse_server as S
-from conftest import assert_clean_error
-from test_send import AKEY, HEADER, KEY, assistant, env_for, jsonl, lines, secret_free, send, srv, user  # noqa: F401
+from builders import HEADER, assistant, jsonl, lines, user
+from conftest import AKEY, KEY, assert_clean_error, env_for, secret_free, send
 
 from pantolib.providers import anthropic_messages as an
 from pantolib.providers import openai_chat as oa

@@ -18,8 +18,8 @@ import pytest
 
 import responses_server as R
 import sse_server as S
-from conftest import assert_clean_error
-from test_send import HEADER, KEY, assistant, env_for, jsonl, lines, send, user  # noqa: F401
+from builders import HEADER, assistant, jsonl, lines, user
+from conftest import KEY, assert_clean_error, env_for, send
 
 MODEL = "tiny"
 # LiteLLM 1.x, /v1/messages to a model without reasoning (llms/openai/responses/transformation.py)
@@ -43,12 +43,6 @@ def litellm_error(message, status=400):
 def llama():
     """A server that reads Responses items the way llama-server does."""
     with S.Server(check=R.llama_cpp_refusal) as s:
-        yield s
-
-
-@pytest.fixture
-def srv():
-    with S.Server() as s:
         yield s
 
 

@@ -11,23 +11,8 @@ import time
 import pytest
 
 import sse_server as S
-from conftest import assert_clean_error
-from test_send import AKEY, HEADER, KEY, env_for, jsonl, lines, secret_free, send, srv, user  # noqa: F401
-
-BASE = jsonl(HEADER, user("earlier"))
-
-
-def failed(p, *needles):
-    """Checks every failure owes: one line, exit 1, input + user entry kept, no reply."""
-    assert_clean_error(p, name="panto-send")
-    assert len(p.stderr.rstrip(b"\n").split(b"\n")) == 1, p.stderr
-    assert p.stdout.startswith(BASE)
-    out = lines(p.stdout[len(BASE):])
-    assert len(out) == 1 and out[0]["message"]["role"] == "user"
-    assert out[0]["message"]["content"][-1]["text"] == "now"
-    for n in needles:
-        assert n.encode() in p.stderr, p.stderr
-    secret_free(p)
+from builders import BASE, lines
+from conftest import AKEY, KEY, assert_clean_error, env_for, failed, secret_free, send
 
 
 def test_http_error_shows_the_providers_message(srv):

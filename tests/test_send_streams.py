@@ -6,8 +6,8 @@ import orjson
 import pytest
 
 import sse_server as S
-from conftest import assert_clean_error
-from test_send import lines, roles, send, srv  # noqa: F401  (srv is a fixture)
+from builders import lines
+from conftest import assert_clean_error, roles, send
 
 
 def reply_of(p):

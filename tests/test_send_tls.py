@@ -2,8 +2,8 @@
 http:// base URL (a local server) never touches them, and an https one
 that cannot read them fails in one line, after the input is out."""
 import sse_server as S
-from test_send import HEADER, jsonl, lines, send, srv, user  # noqa: F401
-from test_send_faults import BASE, failed
+from builders import BASE, lines
+from conftest import failed, send
 
 
 def test_plain_http_never_reads_the_ca_certificates(srv, tmp_path):

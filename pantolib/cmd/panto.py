@@ -181,6 +181,6 @@ def sessions(every):
     statuses, data = Pipeline([command_argv("panto-ls", *(["--all"] if every else []))]).run()
     if data:
         cli.stdout().write(data)
-    elif statuses == [0]:
+    elif statuses == [cli.OK]:
         print(f"no sessions for {os.getcwd()}")
-    return cli.OK if statuses == [0] else cli.FAIL
+    return cli.OK if statuses == [cli.OK] else cli.FAIL

@@ -4,6 +4,8 @@ import os
 import re
 import stat
 
+from pantolib import files
+
 CAP = 50 * 1024          # bytes of output a tool result may carry
 # the notes the tools put where they cut output (cap_bytes, read.py): a piece
 # of a key left at one of these cuts is hidden too
@@ -142,9 +144,7 @@ def replace_file(path, data, shown):
                 except OSError:
                     pass
             os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            files.write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -17,13 +17,13 @@ import os
 import re
 import signal
 
-from pantolib import permissions
+from pantolib import files, permissions, terminal
+from pantolib.terminal import PASTE_OFF, PASTE_ON
 from pantolib.tools import show
 from pantolib.tools.common import outside, redact, resolve, secrets
 
 _CSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
-PASTE_ON, PASTE_OFF = "\033[?2004h", "\033[?2004l"
-PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+PASTE_START, PASTE_END = terminal.PASTE_START.encode(), terminal.PASTE_END.encode()
 YES, NO, ALWAYS, VIEW, INTERRUPT = "y", "n", "a", "v", "\x03"
 
 
@@ -90,14 +90,10 @@ class Terminal:
         return cls(fd)
 
     def _styled(self):
-        from pantolib import terminal
-
         return not terminal.no_color() and os.isatty(self.fd)
 
     def write(self, text):
-        view = memoryview(text.encode("utf-8", "replace"))
-        while view:
-            view = view[os.write(self.fd, view):]
+        files.write_all(self.fd, text.encode("utf-8", "replace"))
 
     def ask(self, question, choices):
         """One key among choices (or NO), pressed after the question appeared.

@@ -5,14 +5,13 @@ visible_line() for one-line summaries): a call cannot move the cursor,
 clear a line or hide part of itself. Colour only where the caller says so
 (terminal.styled: a terminal and no NO_COLOR).
 """
-from pantolib.terminal import visible, visible_line
+from pantolib.terminal import BOLD, CYAN, DIM, GREEN, RED, RESET, visible, visible_line  # noqa: F401 (BOLD: confirm.py)
 
 WIDTH = 160          # characters of a one-line summary
 TAIL = 10            # lines of bash output shown (the last ones: errors are there)
 LINE = 300           # characters of one shown output line
 DIFF = 60            # lines of an edit's diff shown
 PREVIEW = 10         # lines of a write's content shown in its question
-BOLD, DIM, RED, GREEN, CYAN = "1", "2", "31", "32", "36"
 
 
 class Style:
@@ -20,7 +19,7 @@ class Style:
         self.on = on
 
     def __call__(self, code, text):
-        return f"\033[{code}m{text}\033[0m" if self.on and text else text
+        return f"{code}{text}{RESET}" if self.on and text else text
 
 
 def _cut(text, width):

@@ -5,7 +5,8 @@ import os
 import signal
 import subprocess
 
-from pantolib import paths, terminal
+from pantolib import cli, paths, terminal
+from pantolib.terminal import BOLD, DIM, RED
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
 from pantolib.providers import NAMES as PROVIDERS
@@ -31,7 +32,6 @@ Tab completes a /command; Up/Down history; Ctrl-A/E start/end; Ctrl-U/K kill to 
 Ctrl-W word back;
 Ctrl-C cancels the running request or tool (at the prompt: clears the line).\
 """
-DIM, RED, BOLD = "\033[2m", "\033[31m", "\033[1m"
 
 
 def names():
@@ -57,9 +57,23 @@ def settings(provider=None, model=None, session=None, env=None, api=None):
 
 
 class Commands:
-    """The /commands of Repl (which supplies say, turn, step, the pipelines and the state)."""
+    """The /commands of a Repl, which is handed in and used for:
 
-    def command(self, line):
+    - showing: say, out, tty, echo, editor (the prompt's LineEditor, or None);
+      keys_held, hold_keys and release_keys around $EDITOR;
+    - the settings it changes or shows: provider, model, env, api_for, fill,
+      yes, rules (this run's permission rules);
+    - where the conversation stands, which it moves: path, session, branch,
+      prefill, last_prompt, last_prompt_entry;
+    - running a turn: turn, agent, request, step, source_cmd, send_cmd,
+      sink_cmd, report.
+    """
+
+    def __init__(self, repl):
+        self.repl = repl
+        self.say = repl.say
+
+    def run(self, line):
         """A /command: False to quit."""
         name, _, rest = line.strip().partition(" ")
         rest = rest.strip()
@@ -70,31 +84,31 @@ class Commands:
             self.say(HELP)
         elif name == "/model":
             if not args:
-                provider, model, base = settings(self.provider, self.model, self.session, self.env,
-                                                 self.api_for(self.provider))
+                provider, model, base = settings(self.repl.provider, self.repl.model, self.repl.session, self.repl.env,
+                                                 self.repl.api_for(self.repl.provider))
                 self.say(f"model: {provider}: {model} @ {base}")
             elif len(args) != 2 or args[0] not in PROVIDERS:
                 self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
             else:
-                self.provider, self.model = args
-                self.fill = None
-                self.say(f"model: {self.provider}: {self.model} (from the next prompt on)")
+                self.repl.provider, self.repl.model = args
+                self.repl.fill = None
+                self.say(f"model: {self.repl.provider}: {self.repl.model} (from the next prompt on)")
         elif name == "/cost":
-            if self.path is None:
+            if self.repl.path is None:
                 self.say("nothing spent yet: no session file")
             else:
-                self._show(command_argv("panto-cost", self.path))
+                self._show(command_argv("panto-cost", self.repl.path))
         elif name == "/session":
-            self.say(self.path or "no session file yet (it is created by the first reply)")
+            self.say(self.repl.path or "no session file yet (it is created by the first reply)")
         elif name == "/edit":
             text = self.edit_prompt(rest)
-            if text and self.editor is not None:
-                self.prefill = text     # back at the prompt for a last look: Enter sends it
+            if text and self.repl.editor is not None:
+                self.repl.prefill = text     # back at the prompt for a last look: Enter sends it
             elif text:
                 lines = text.split("\n")
                 more = f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
                 self.say("> " + terminal.visible(lines[0]) + more, BOLD)
-                self.turn(text)
+                self.repl.turn(text)
         elif name == "/retry":
             self.retry()
         elif name == "/rewind":
@@ -108,7 +122,7 @@ class Commands:
             if not rest:
                 self.say("usage: /name TITLE", RED)
             elif self._need_file():
-                if self._show(command_argv("panto-log", "name", rest, self.path)):
+                if self._show(command_argv("panto-log", "name", rest, self.repl.path)):
                     self.say(f"named: {terminal.visible_line(rest)}")
         elif name == "/compact":
             if self._need_file():
@@ -120,7 +134,7 @@ class Commands:
         return True
 
     def _need_file(self):
-        if self.path is None:
+        if self.repl.path is None:
             self.say("no session file yet (it is created by the first reply)")
             return False
         return True
@@ -130,28 +144,28 @@ class Commands:
         pipe = Pipeline([Cmd(argv)])
         statuses, data = pipe.run()
         if data:
-            self.out.write(terminal.visible(data.decode("utf-8", "replace")))
-            self.out.flush()
-        return statuses == [0]
+            self.repl.out.write(terminal.visible(data.decode("utf-8", "replace")))
+            self.repl.out.flush()
+        return statuses == [cli.OK]
 
     def retry(self):
-        if self.path is None:
-            if self.last_prompt is None:
+        if self.repl.path is None:
+            if self.repl.last_prompt is None:
                 self.say("nothing to retry yet")
             else:
-                self.turn(self.last_prompt)
+                self.repl.turn(self.repl.last_prompt)
             return
-        session = self.session
+        session = self.repl.session
         if session is None:
             self.say("nothing to retry yet")
             return
         leaf = session.leaf_message()
-        prompt = self._last_prompt_entry(session)
+        prompt = self.repl.last_prompt_entry(session)
         text = prompt and next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
-        if self.last_prompt is not None and text != self.last_prompt and not self.branch:
+        if self.repl.last_prompt is not None and text != self.repl.last_prompt and not self.repl.branch:
             # the last prompt typed never reached the file: send that one, never an earlier one
-            self.say("retrying: " + terminal.visible_line(self.last_prompt)[:200], DIM)
-            self.turn(self.last_prompt)
+            self.say("retrying: " + terminal.visible_line(self.repl.last_prompt)[:200], DIM)
+            self.repl.turn(self.repl.last_prompt)
             return
         if prompt is None:
             self.say("nothing to retry yet")
@@ -159,13 +173,13 @@ class Commands:
         self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
         # after a failed turn the prompt is the leaf: send it as it is; after a
         # reply: a new reply to the same prompt, beside the old one (a branch)
-        self.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
-        self._agent(self._request(None))
+        self.repl.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
+        self.repl.agent(self.repl.request(None))
 
     def prompts(self):
         """The user prompts on the active path: [(entry, text)]."""
         out = []
-        for e in (self.session.message_entries() if self.session else []):
+        for e in (self.repl.session.message_entries() if self.repl.session else []):
             m = e["message"]
             texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
             if m["role"] == "user" and texts:
@@ -204,8 +218,8 @@ class Commands:
         if parent is None:
             self.say("that prompt has nothing before it to continue from", RED)
             return
-        self.branch = parent
-        self.prefill = text
+        self.repl.branch = parent
+        self.repl.prefill = text
         self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
         self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
 
@@ -214,10 +228,10 @@ class Commands:
             return
         from pantolib import entries, stream
 
-        leaf = self.branch or (self.session.leaf if self.session else None)
-        src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.path))])
+        leaf = self.repl.branch or (self.repl.session.leaf if self.repl.session else None)
+        src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.repl.path))])
         statuses, data = src.run()
-        if statuses != [0] or not data:
+        if statuses != [cli.OK] or not data:
             self.say("cannot fork: the session could not be read", RED)
             return
         first, _, rest = data.partition(b"\n")
@@ -232,11 +246,11 @@ class Commands:
             session = read_session(echoed)
         except PantoError:
             session = None
-        if statuses != [0] or session is None or session.header is None:
+        if statuses != [cli.OK] or session is None or session.header is None:
             self.say("cannot fork: the new session could not be written", RED)
             return
-        old_path, self.path = self.path, paths.session_path(session.header)
-        self.session, self.branch = session, None
+        old_path, self.repl.path = self.repl.path, paths.session_path(session.header)
+        self.repl.session, self.repl.branch = session, None
         self._keep_title(old_path, session)
         self.say(f"forked: now in session {header['id']} (from {old.get('id')})")
 
@@ -253,7 +267,7 @@ class Commands:
         names = [e.get("name") for e in session.by_id.values() if e.get("type") == "sessionInfo"]
         if names and names[-1] == title:
             return
-        if not self._show(command_argv("panto-log", "name", title, self.path)):
+        if not self._show(command_argv("panto-log", "name", title, self.repl.path)):
             self.say("the title was not kept in the new session (/name TITLE gives it one)", RED)
 
     def _sink_new(self):
@@ -266,21 +280,21 @@ class Commands:
             self.say("nothing to compact yet", DIM)
             return False
         extra = ["--compact"] + (["--keep", str(keep)] if keep else []) + ([instructions] if instructions else [])
-        before = self.session.leaf if self.session is not None else None
-        t = self.step(self._source(at=at) + [self._send(extra=extra), self._sink()], "compacting ")
+        before = self.repl.session.leaf if self.repl.session is not None else None
+        t = self.repl.step(self.repl.source_cmd(at=at) + [self.repl.send_cmd(extra=extra), self.repl.sink_cmd()], "compacting ")
         if t.cancelled:
             self.say("[cancelled]", RED)
             return False
         if not t.ok:
             self.say("[compaction failed]", RED)
             return False
-        self.branch = None
+        self.repl.branch = None
         if t.session is None or t.session.leaf == before or \
                 t.session.by_id.get(t.session.leaf, {}).get("type") != "compaction":
             self.say("nothing to compact yet", DIM)      # no request was made: no usage line
             return False
-        self.fill = None
-        self._report(t)
+        self.repl.fill = None
+        self.repl.report(t)
         return True
 
     def _compactable(self, at, keep):
@@ -288,10 +302,10 @@ class Commands:
         True when it cannot be told here (the send decides then)."""
         from pantolib import compaction
 
-        if self.session is None or (at or self.branch):
+        if self.repl.session is None or (at or self.repl.branch):
             return True
         try:
-            _, _, kept = self.session.context()
+            _, _, kept = self.repl.session.context()
         except (KeyError, TypeError, ValueError):
             return True
         return compaction.cut(kept, keep or compaction.DEFAULT_KEEP) > 0
@@ -300,22 +314,22 @@ class Commands:
         from pantolib import permissions
 
         if arg == "clear":
-            n = sum(1 for _, origin in self.rules if origin == "this run")
-            self.rules.remove_from("this run")
+            n = sum(1 for _, origin in self.repl.rules if origin == "this run")
+            self.repl.rules.remove_from("this run")
             self.say(f"this run's rules cleared ({n}): what they allowed asks again" if n else
                      "no rules of this run to clear")
             return
         if arg:
             self.say("usage: /allowed [clear]", RED)
             return
-        if self.yes:
+        if self.repl.yes:
             self.say("--yes: every call runs without asking", DIM)
-        if not len(self.rules):
+        if not len(self.repl.rules):
             self.say("no rules: every bash, write and edit call asks "
-                     f"(rules that last go in {terminal.visible_line(permissions.user_file(self.env))})")
+                     f"(rules that last go in {terminal.visible_line(permissions.user_file(self.repl.env))})")
             return
-        width = max(len(rule.text) for rule, _ in self.rules)
-        for rule, origin in self.rules:
+        width = max(len(rule.text) for rule, _ in self.repl.rules)
+        for rule, origin in self.repl.rules:
             self.say(f"  {terminal.visible_line(rule.text):<{width}}  {terminal.visible_line(origin)}")
 
     def edit_prompt(self, initial=""):
@@ -323,15 +337,15 @@ class Commands:
         import shlex
         import tempfile
 
-        editor = self.env.get("VISUAL") or self.env.get("EDITOR") or "vi"
+        editor = self.repl.env.get("VISUAL") or self.repl.env.get("EDITOR") or "vi"
         fd, name = tempfile.mkstemp(prefix="panto-prompt-", suffix=".md")   # 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(initial)
             # Ctrl-C belongs to the editor while it runs, not to panto
             old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            held = self._held is not None
-            self.release_keys()     # the editor gets the terminal as the person left it
+            held = self.repl.keys_held
+            self.repl.release_keys()     # the editor gets the terminal as the person left it
             try:
                 status = subprocess.call(shlex.split(editor) + [name],
                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -341,7 +355,7 @@ class Commands:
             finally:
                 signal.signal(signal.SIGINT, old)
                 if held:
-                    self.hold_keys()
+                    self.repl.hold_keys()
             if status != 0:
                 self.say(f"the editor exited with status {status}: nothing sent", RED)
                 return None
@@ -363,33 +377,33 @@ class Commands:
         """A line typed in answer to a question on its own line ("" for Enter, Ctrl-C or Ctrl-D)."""
         import sys
 
-        if self.editor is not None:
-            self.out.flush()
+        if self.repl.editor is not None:
+            self.repl.out.flush()
             try:
-                return self.editor.read(question, history=False)
+                return self.repl.editor.read(question, history=False)
             except (terminal.Edit, KeyboardInterrupt):
                 return ""
-        self.out.write(question)
+        self.repl.out.write(question)
         line = sys.stdin.readline()
-        if self.echo:
-            self.out.write(line if line.endswith("\n") else line + "\n")
-        self.out.flush()
+        if self.repl.echo:
+            self.repl.out.write(line if line.endswith("\n") else line + "\n")
+        self.repl.out.flush()
         return line.rstrip("\n")
 
     def tree(self):
         """The session file's prompts and replies as a tree (tree_rows)."""
-        statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.path))]).run()
+        statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.repl.path))]).run()
         try:
-            session = read_session(data) if statuses == [0] else None
+            session = read_session(data) if statuses == [cli.OK] else None
         except PantoError:
             session = None
         if session is None:
             self.say("cannot read the session to draw its tree", RED)
             return
-        leaf = self.branch or (self.session.leaf if self.session is not None else None)
+        leaf = self.repl.branch or (self.repl.session.leaf if self.repl.session is not None else None)
         if leaf not in session.by_id:
             leaf = session.leaf
-        cols = terminal.size(self.out.fileno())[0] if self.tty else 80
+        cols = terminal.size(self.repl.out.fileno())[0] if self.repl.tty else 80
         rows = tree_rows(session, leaf, cols)
         if not rows:
             self.say("no prompts yet")

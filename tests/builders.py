@@ -1,0 +1,93 @@
+"""Sessions built by hand for the tests: header and entries, as JSON Lines
+bytes (header(), msg(), bare()) or as dicts to join with jsonl() (HEADER,
+user(), assistant()), and a session file written where panto keeps it."""
+import os
+
+import orjson
+
+from pantolib import paths
+
+SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
+OTHER = "0199aaaa-bbbb-7ccc-8ddd-ffffffffffff"
+HEADER = {"type": "session", "version": 1, "id": SID, "timestamp": "2026-04-25T14:00:00.000Z",
+          "cwd": "/somewhere"}
+
+
+def jsonl(*objs):
+    """Objects as JSON Lines bytes."""
+    return b"".join(orjson.dumps(o) + b"\n" for o in objs)
+
+
+def lines(out):
+    """The JSON Lines of some output, parsed."""
+    return [orjson.loads(x) for x in out.split(b"\n") if x]
+
+
+def split_lines(b):
+    """The non-blank lines of some bytes, each with its line feed."""
+    return [line + b"\n" for line in b.split(b"\n") if line.strip()]
+
+
+def read(p):
+    with open(p, "rb") as f:
+        return f.read()
+
+
+# -- lines ------------------------------------------------------------------------
+
+def header(cwd, sid=SID, ts="2026-04-25T17:40:15.990Z", version=1):
+    return orjson.dumps({"type": "session", "version": version, "id": sid,
+                         "timestamp": ts, "cwd": str(cwd)}) + b"\n"
+
+
+def msg(eid, parent, role, text, ts="2026-04-25T17:40:16.000Z", stamp=True, **extra):
+    """A message entry with one text block; a user entry carries the model's
+    stamp (provider, model) unless stamp is false."""
+    entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": ts}
+    if role == "user" and stamp:
+        entry["provider"], entry["model"] = "openai", "gpt-4o"
+    entry["message"] = {"role": role, "content": [{"type": "text", "text": text}], **extra}
+    return orjson.dumps(entry) + b"\n"
+
+
+def bare(role, text):
+    return orjson.dumps({"type": "message", "message": {"role": role,
+                         "content": [{"type": "text", "text": text}]}}) + b"\n"
+
+
+def session_bytes(cwd, sid=SID, turns=1):
+    """header, then user/assistant pairs in a linear chain."""
+    out, parent = [header(cwd, sid)], None
+    for i in range(turns):
+        u, a = f"{i:04x}aaaa", f"{i:04x}bbbb"
+        out.append(msg(u, parent, "user", f"question {i}"))
+        out.append(msg(a, u, "assistant", f"answer {i}", stopReason="stop", provider="openai",
+                       model="gpt-4o", usage={"input": 10, "output": 5}))
+        parent = a
+    return b"".join(out)
+
+
+def session_file(cwd, sid=SID, turns=1, data=None):
+    """Write a session where panto would keep it (session_bytes, or data); return its path."""
+    d = paths.session_dir(str(cwd))
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    p = os.path.join(d, sid + ".jsonl")
+    with open(p, "wb") as f:
+        f.write(session_bytes(cwd, sid, turns) if data is None else data)
+    return p
+
+
+# -- dicts --------------------------------------------------------------------------
+
+def user(text, eid="u0000001", parent=None, provider="openai", model="gpt-4o"):
+    return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T14:00:00.000Z",
+            "provider": provider, "model": model,
+            "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+
+
+def assistant(content, eid="a0000001", parent="u0000001", provider="openai", model="gpt-4o", stop="stop"):
+    return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T14:00:01.000Z",
+            "message": {"role": "assistant", "content": content, "provider": provider, "model": model,
+                        "stopReason": stop}}
+
+BASE = jsonl(HEADER, user("earlier"))

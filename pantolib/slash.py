@@ -177,9 +177,19 @@ class Commands:
         self.repl.agent(self.repl.request(None))
 
     def prompts(self):
-        """The user prompts on the active path: [(entry, text)]."""
+        """The user prompts on the active path: [(entry, text)], read from the
+        file when the turns' stream leaves out what came before a compaction."""
+        from pantolib import stream
+
+        session = self.repl.session
+        if session is not None and stream.is_partial(session.header) and self.repl.path:
+            statuses, data = Pipeline(self.repl.source_cmd(whole=True)).run()
+            try:
+                session = read_session(data) if statuses == [0] else session
+            except PantoError:
+                pass    # the partial path still names the prompts since the compaction
         out = []
-        for e in (self.repl.session.message_entries() if self.repl.session else []):
+        for e in (session.message_entries() if session else []):
             m = e["message"]
             texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
             if m["role"] == "user" and texts:

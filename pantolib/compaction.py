@@ -32,7 +32,7 @@ DEFAULT_KEEP = 2
 TOOL_TEXT_LIMIT = 2000   # characters of a tool's input or result shown in the transcript
 
 
-def is_compaction(entry):
+def honoured(entry):
     """A compaction entry that can be honoured: a string summary and a
     string or null firstKeptId. Any other is skipped like an unknown type."""
     return (entry.get("type") == "compaction" and isinstance(entry.get("summary"), str)

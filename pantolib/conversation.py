@@ -209,7 +209,7 @@ def _context(path):
 
     at = None
     for i, e in enumerate(path):
-        if compaction.is_compaction(e):
+        if compaction.honoured(e):
             at = i
     start = 0 if at is None else compaction.kept_from(path, at)
     systems, kept = [], []

@@ -42,7 +42,7 @@ def node(obj, start, end):
     elif t == "compaction":
         from pantolib import compaction
 
-        if compaction.is_compaction(obj):
+        if compaction.honoured(obj):
             return [obj.get("parentId"), start, end, COMPACTION, obj.get("firstKeptId")]
     return [obj.get("parentId"), start, end, None, None]
 

@@ -4,9 +4,11 @@ A line is a header (`"type":"session"`), an entry (an object with a string
 `id`) or a bare entry (no `id`: completed by the command that owns it).
 Lines are kept as the bytes that arrived, so a filter can echo them exactly.
 
-This module is the one definition of the format's rules; every reader calls
-it: `loads` (a complete JSON object or None), `torn` (what a crash can leave),
-`classify` / `problem` (the kind of a line or what is wrong with it),
+This module is the one definition of the format's rules, which every reader
+applies: `loads` (a complete JSON object or None), `torn` (what a crash can
+leave; session.scan's recovery applies the same rule inline, line by
+line), `classify` (the kind of a line, or a
+ValueError saying what is wrong with it),
 `is_header`, `header_of` (a first line read cheaply), `is_assistant`,
 `is_compaction`, `is_partial` / `omitted_ids` (a stream that is not the
 complete session says so in its header), and for the fast byte scanners
@@ -129,15 +131,6 @@ def too_deep(raw):
         return False
     rest = _STRING.sub("", text)
     return '"' not in rest and _depth(rest) == 0
-
-
-def problem(obj):
-    """What is wrong with a parsed line (a str), or None when it is a valid one."""
-    try:
-        classify(obj)
-    except ValueError as e:
-        return str(e)
-    return None
 
 
 def is_header(obj):

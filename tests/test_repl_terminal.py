@@ -454,18 +454,11 @@ def test_history_keeps_a_multi_line_prompt_as_one_entry(isolated, srv, env):
     assert stat.S_IMODE(os.stat(history).st_mode) == 0o600
 
 
-def has_compact():
-    return b"--compact" in run(["panto-send", "--help"]).stdout
-
-
-needs_compact = pytest.mark.skipif(not has_compact(), reason="panto-send --compact is not there yet")
-
 
 def compactions(entries):
     return [e for e in entries if e["type"] == "compaction"]
 
 
-@needs_compact
 def test_compact_command_writes_a_compaction(isolated, srv, env):
     srv.push(openai_text("one"), openai_text("two"), openai_text("three"),
              openai_text("The summary of it all."), openai_text("after compaction"))
@@ -488,7 +481,6 @@ def test_compact_command_writes_a_compaction(isolated, srv, env):
     assert "The summary of it all." in json.dumps(srv.requests[4].body["messages"])
 
 
-@needs_compact
 def test_a_context_full_reply_compacts_and_sends_again_once(isolated, srv, env):
     full = error_reply(400, "This model's maximum context length is 128000 tokens. However, your messages "
                             "resulted in 130000 tokens. Please reduce the length of the messages.",
@@ -514,9 +506,6 @@ def test_a_context_full_reply_compacts_and_sends_again_once(isolated, srv, env):
     assert len(compactions(entries)) == 1 and user_texts(entries).count("p3") == 1
 
 
-@needs_compact
-@pytest.mark.skipif(not hasattr(__import__("pantolib.pricing").pricing, "context_window"),
-                    reason="prices.context_window is not there yet")
 def test_over_85_percent_of_the_context_compacts_before_the_next_request(isolated, srv, env):
     cfg = isolated.parent / "home" / ".config" / "panto"
     cfg.mkdir(parents=True)
@@ -633,7 +622,6 @@ def test_piped_output_with_a_terminal_for_the_prompt(isolated, srv, env, tmp_pat
     assert b"> one\ntwo\n" in text and b"# Kept *as written*\n> a quote\n" in text and b"\x1b" not in text
 
 
-@needs_compact
 def test_a_context_full_stop_compacts_and_asks_again(isolated, srv, env):
     from sse_server import anthropic_text
 

@@ -1,5 +1,5 @@
-"""Compaction (SPEC 3 `compaction`, 5.2): what a compaction keeps, what its
-summary request asks, and `panto-send --compact`.
+"""Compaction (SPEC 3 `compaction`, 5.2): what a compaction keeps and what
+its summary request asks (summarize.py sends it: `panto-send --compact`).
 
 A compaction entry summarizes the path before the entry `firstKeptId`; the
 next request is built from the system messages, the summary as one user
@@ -139,7 +139,7 @@ def make_entry(summary, first_kept, parent, taken, provider, model, usage):
     return entry
 
 
-def _too_short(session, keep):
+def too_short(session, keep):
     """Why a session has nothing to compact, for the note."""
     _, earlier, kept = session.context()
     prompts = sum(1 for e in kept if is_prompt(e))
@@ -161,78 +161,3 @@ def keep_count(text):
     except (TypeError, ValueError):
         raise UsageError(f"--keep must be a whole number of prompts (0 or more), not '{text}'") from None
     return n
-
-
-def run(args):
-    """`panto-send --compact [--keep N] [INSTRUCTIONS]`: the input stream, then
-    a compaction entry, or the input alone with a note when there is nothing
-    to compact. The option checks, input reading and request of a turn
-    (turn.py) serve here, so the summary request is configured exactly like a
-    turn (without tools)."""
-    from pantolib import cli, secrets, stream, turn
-    from pantolib.errors import UsageError
-
-    keep = DEFAULT_KEEP if args["--keep"] is None else keep_count(args["--keep"])
-    instructions = args["INSTRUCTIONS"]
-    if instructions is not None and args["--file"] is not None:
-        raise UsageError("give either INSTRUCTIONS or -f FILE, not both")
-    opts = turn.check(args)
-    if args["--file"] is not None:
-        with open(args["--file"], encoding="utf-8") as f:
-            instructions = f.read()
-    instructions = instructions.strip() if instructions else None
-
-    if not cli.stdin().peek(1):   # no session at all: nothing to pass on either
-        cli.warn(turn.NAME, "nothing to compact: the input is empty")
-        return cli.OK
-    session, out_lines, taken, unstamped = turn.read_input(args["--system"])
-    out = cli.stdout()
-    provider, options, key_var, keys = turn.configure(opts, session, out, out_lines, unstamped)
-    try:
-        turn.write_input(out, out_lines)
-        del out_lines
-        entry = _summarize(args, session, keep, instructions, provider, options, key_var, opts, keys, taken)
-    except KeyboardInterrupt:
-        cli.warn(turn.NAME, "interrupted: no summary written (the stream is passed through)")
-        return cli.INTERRUPTED
-    except turn.ContextFull:
-        from pantolib.errors import ProviderError
-
-        raise ProviderError(f"no summary written: what is to be summarized is too long for the context "
-                            f"window of {options.model} (keep more prompts: --keep)") from None
-    if entry is not None:
-        out.write(secrets.redact_bytes(stream.dumps(entry), keys))
-    return cli.OK
-
-
-def _summarize(args, session, keep, instructions, provider, options, key_var, opts, keys, taken):
-    """Ask for the summary and return the compaction entry, or None (with a
-    note) when there is nothing to compact."""
-    import signal
-
-    from pantolib import cli, providers, turn
-    from pantolib.errors import ProviderError
-
-    asked = request_messages(session, keep, instructions)
-    if asked is None:
-        cli.warn(turn.NAME, f"nothing to compact: {_too_short(session, keep)}; "
-                            "the stream is passed through unchanged")
-        return None
-    messages, first_kept = asked
-    turn.need_key(options, key_var)
-    live = turn.live_display(args, keys)
-    try:
-        content, stop, usage = turn.exchange(provider, options, messages, opts, live, keys, key_var, {})
-    finally:
-        if live is not None:
-            live.end()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the summary is complete: nothing may cut its line
-    summary = providers.text_of(content).strip()
-    if stop in ("error", "contextFull") or not summary:
-        why = {"error": "the model refused", "contextFull": "what is to be summarized fills the context "
-               f"window of {options.model} (keep more prompts: --keep)"}.get(stop, "the reply held no text")
-        raise ProviderError(f"no summary written: {why}")
-    if stop == "length":
-        cli.warn(turn.NAME, "the summary was cut off at the token limit (raise --max-tokens); "
-                            "it is written as it came")
-    return make_entry(summary, first_kept, session.leaf, taken, provider, options.model, usage)

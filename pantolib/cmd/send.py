@@ -58,9 +58,9 @@ def main(argv=None):
     if args["--compact"] or args["--models"]:
         launch.release_sigint(drop=False)
     if args["--compact"]:
-        from pantolib import compaction
+        from pantolib import summarize
 
-        return compaction.run(args)
+        return summarize.run(args)
     opts = turn.check(args)
     if args["--models"]:
         return _models(opts)

@@ -62,11 +62,10 @@ def _tail_sum(fd, end):
 
 
 def load(path, fd, st, env=None):
-    """A session.Scan of the file open as fd (st: its fstat) up to the offset
-    the cache covers, or None when there is no cache entry that may be used."""
+    """What the cache knows of the file open as fd (st: its fstat), as a dict
+    (header, header_raw, ids, leaf, end, end_line: a session.Scan's fields up
+    to the offset the cache covers), or None when no cache entry may be used."""
     import orjson
-
-    from pantolib import session
 
     try:
         with open(cache_path(path, env), "rb") as f:
@@ -84,11 +83,8 @@ def load(path, fd, st, env=None):
         nodes, leaf = c["nodes"], c["leaf"]
         if type(nodes) is not dict or (leaf is not None and leaf not in nodes):
             return None
-        r = session.Scan()
-        r.header = orjson.loads(header_raw)
-        r.header_raw = header_raw
-        r.ids, r.leaf, r.end, r.size, r.end_line = nodes, leaf, end, end, c["lines"]
-        return r
+        return {"header": orjson.loads(header_raw), "header_raw": header_raw, "ids": nodes, "leaf": leaf,
+                "end": end, "end_line": c["lines"]}
     except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeError):
         return None
 
@@ -121,26 +117,6 @@ def save(path, fd, r, env=None):
             os.unlink(tmp)
         except OSError:
             pass
-
-
-def read(path, fd, fix=True, env=None):
-    """The file open as fd, scanned and (fix) its torn tail cut, from the
-    cache's offset when a cache entry may be used, else from the top: a
-    session.Scan with nodes. The caller holds fd's exclusive flock when fix.
-    r.fresh tells whether anything was read (then the cache wants saving)."""
-    from pantolib import session
-
-    st = os.fstat(fd)
-    r = load(path, fd, st, env)
-    if r is not None and r.end == st.st_size:
-        r.fresh = False
-        return r
-    if r is None:
-        r = session.recover(path, fd, fix=fix)
-    else:
-        r = session.recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix)
-    r.fresh = True
-    return r
 
 
 # -- what the next request needs -------------------------------------------------------

@@ -251,6 +251,28 @@ def recover(path, fd, result=None, start=0, lineno=0, fix=True, ids=True):
     return r
 
 
+def read_indexed(path, fd, fix=True, env=None):
+    """The file open as fd, scanned and (fix) its torn tail cut, from the
+    index cache's offset when a cache entry may be used, else from the top:
+    a Scan with nodes. The caller holds fd's exclusive flock when fix.
+    r.fresh tells whether anything was read (then the cache wants saving)."""
+    st = os.fstat(fd)
+    known = index.load(path, fd, st, env)
+    if known is None:
+        r = recover(path, fd, fix=fix)
+    else:
+        r = Scan()
+        r.header, r.header_raw, r.ids, r.leaf = known["header"], known["header_raw"], known["ids"], known["leaf"]
+        r.end = r.size = known["end"]
+        r.end_line = known["end_line"]
+        if r.end == st.st_size:
+            r.fresh = False
+            return r
+        r = recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix)
+    r.fresh = True
+    return r
+
+
 def check_path(path):
     """Refuse what cannot be a session file before opening it."""
     import stat
@@ -318,7 +340,7 @@ class Writer:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                r = index.read(self.path, fd, env=self.env)
+                r = read_indexed(self.path, fd, env=self.env)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         except BaseException:

@@ -182,7 +182,7 @@ def replay_context(arg, no_repair, at, skip_bad):
     try:
         fcntl.flock(fd, fcntl.LOCK_SH if no_repair else fcntl.LOCK_EX)   # an appender may be mid-write
         try:
-            r = index.read(path, fd, fix=not no_repair)
+            r = session.read_indexed(path, fd, fix=not no_repair)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
         if r.cut:

@@ -17,8 +17,12 @@ def uuid7():
 
 def now_iso():
     """UTC ISO 8601 with milliseconds: 2026-04-25T17:40:15.990Z."""
-    ns = time.time_ns()
-    secs, ms = divmod(ns // 1_000_000, 1000)
+    return iso_ms(time.time_ns() // 1_000_000)
+
+
+def iso_ms(ms):
+    """The timestamp format of entries (UTC, milliseconds) for ms since the epoch."""
+    secs, ms = divmod(ms, 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ms:03d}Z"
 
 

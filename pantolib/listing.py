@@ -12,6 +12,7 @@ import os
 import orjson
 
 from pantolib import paths, scan
+from pantolib.files import write_all
 
 CACHE_VERSION = 3
 CACHE_NAME = "ls-cache.json"
@@ -82,10 +83,7 @@ class Lister:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
             try:
                 os.fchmod(fd, 0o600)
-                data = orjson.dumps({"version": CACHE_VERSION, "files": self.cache})
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                write_all(fd, orjson.dumps({"version": CACHE_VERSION, "files": self.cache}))
             finally:
                 os.close(fd)
             os.replace(tmp, self.cache_path)

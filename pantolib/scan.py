@@ -15,6 +15,7 @@ kept byte for byte by panto-log append) is read line by line instead, so
 the counts are the same either way; what a line *is* is decided by
 `stream.classify`.
 """
+import functools
 import os
 import re
 
@@ -45,14 +46,11 @@ _LINE = (rb'\{"type":"(?:message","id":"[^"\\]*","parentId":(?:null|"[^"\\]*"),"
          rb'(?:"[A-Za-z]+":"[^"\\]*",)*"message":\{"role":"(user|assistant|system)"'
          rb'|(sessionInfo)"|(?!message")[^"\\]*")')
 LONG_LINE = 4096           # from this mean length on, lines are walked
-_compiled = {}
 
 
+@functools.cache
 def _pattern(which=_MESSAGE):
-    p = _compiled.get(which)
-    if p is None:           # compiled on first use: a cached listing never needs it
-        p = _compiled[which] = re.compile(which)
-    return p
+    return re.compile(which)    # on first use: a cached listing never needs it
 
 
 def _counts(buf, end):

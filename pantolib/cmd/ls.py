@@ -120,11 +120,9 @@ def _json(found, grep):
 
 
 def _iso(secs):
-    import time
+    from pantolib.entries import iso_ms
 
-    ms = int(secs * 1000)
-    s, ms = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{ms:03d}Z"
+    return iso_ms(int(secs * 1000))
 
 
 def one_line(text, width=80):

@@ -2,6 +2,7 @@
 directory, with no provider keys or panto settings leaking in from outside."""
 import os
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -137,3 +138,63 @@ def failed(p, *needles):
     for n in needles:
         assert n.encode() in p.stderr, p.stderr
     secret_free(p)
+
+
+def interrupt_when(srv, args, stream, marker):
+    """Run panto-send --live, SIGINT it once `marker` is on its stderr."""
+    proc = subprocess.Popen([shutil.which("panto-send"), "--live", *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(srv))
+    proc.stdin.write(stream)
+    proc.stdin.close()
+    err = b""
+    while marker not in err:
+        piece = os.read(proc.stderr.fileno(), 65536)
+        assert piece, (b"panto-send ended early: " + err)
+        err += piece
+    proc.send_signal(signal.SIGINT)
+    out = proc.stdout.read()
+    err += proc.stderr.read()
+    proc.wait(timeout=10)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def shell(srv, cmd, **env):
+    """Run a bash pipeline against the scripted server; it must succeed, with no traceback."""
+    p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, timeout=60,
+                       env=env_for(srv, **env))
+    assert p.returncode == 0, (cmd, p.stderr.decode(errors="replace"))
+    assert b"Traceback" not in p.stderr
+    return p
+
+
+def reply(text):
+    import sse_server
+
+    return sse_server.openai_text(text, usage={"prompt_tokens": 20, "completion_tokens": 3})
+
+
+@pytest.fixture
+def branched(srv, isolated):
+    """One question, then three answers to what came next: two branches
+    made with replay --at, each appended to the same file. Returns
+    (srv, path, {name: entry}) with the entries of each step."""
+    srv.push(reply("one"), reply("two"), reply("three"), reply("four"))
+    shell(srv, 'panto-send "first question" </dev/null | panto-log append >/dev/null')
+    shell(srv, 'panto-log replay --last | panto-send "second question" | panto-log append >/dev/null')
+    entries = _lines(shell(srv, "panto-log replay --last").stdout)
+    path = os.path.join(os.environ["PANTO_SESSION_DIR"], os.listdir(os.environ["PANTO_SESSION_DIR"])[0],
+                        entries[0]["id"] + ".jsonl")
+    assert os.path.exists(path)
+    system, u1, a1, u2, a2 = entries[1:]
+    # branch at the first answer, by a prefix of its id
+    shell(srv, f'panto-log replay --at {a1["id"][:6]} --last | panto-send "branch b" | panto-log append {path} >/dev/null')
+    shell(srv, f'panto-log replay --at {a1["id"]} {path} | panto-send "branch c" | panto-log append {path} >/dev/null')
+    every = _lines(open(path, "rb").read())
+    u3, a3, u4, a4 = every[6:]
+    return srv, path, dict(system=system, u1=u1, a1=a1, u2=u2, a2=a2, u3=u3, a3=a3, u4=u4, a4=a4)
+
+
+def _lines(out):
+    import orjson
+
+    return [orjson.loads(x) for x in out.split(b"\n") if x]

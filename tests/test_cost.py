@@ -709,7 +709,7 @@ def assert_cache_agrees(extra=()):
 
 def test_cached_and_uncached_reports_agree_as_files_change(prices, tmp_path, monkeypatch):
     prices(TIERED_TOML)
-    from test_hostile import SCHEMA, TORN
+    from hostile_lines import SCHEMA, TORN
 
     files = [tree_session(i, turns=3 + 2 * i) for i in range(5)]
     first = assert_cache_agrees()

@@ -19,6 +19,7 @@ import orjson
 import pytest
 
 from conftest import assert_clean_error, log, run
+from procs import wait_reading
 from pantolib import paths
 from builders import OTHER, SID, header, msg, read, session_bytes, session_file, split_lines
 
@@ -349,7 +350,7 @@ def test_keyboard_interrupt_is_one_line_and_status_130(isolated):
                             stderr=subprocess.PIPE)
     proc.stdin.write(header(isolated))
     proc.stdin.flush()
-    _wait_reading(proc)          # it has read the header: it is in panto's code, waiting for more
+    wait_reading(proc)          # it has read the header: it is in panto's code, waiting for more
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -416,7 +417,7 @@ def test_racing_creators_without_hard_links_never_replace_a_file(isolated, sessi
             p.stdin.write(data)
             p.stdin.flush()
         for p in procs:            # each has read all of it and waits: none has created the file yet
-            _wait_reading(p)
+            wait_reading(p)
         for p, line in zip(procs, last):      # now all create at once
             p.stdin.write(line)
             p.stdin.flush()
@@ -429,31 +430,6 @@ def test_racing_creators_without_hard_links_never_replace_a_file(isolated, sessi
                 assert entry in f, "an echoed line is not in the session file"
         assert len(split_lines(f)) == 1 + sum(len(split_lines(d)) for d in sent)
     assert [n for n in os.listdir(sessions) if n.startswith(".")] == []
-
-
-def _blocked_reading(pid):
-    """Is the process asleep in a read of a pipe? (its wchan; where the kernel
-    hides wchan, asleep at all)"""
-    try:
-        with open(f"/proc/{pid}/wchan") as w:
-            wchan = w.read()
-        with open(f"/proc/{pid}/stat") as st:
-            state = st.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return "pipe" in wchan or (wchan in ("", "0") and state == "S")
-
-
-def _wait_reading(proc):
-    """Until proc has drained its stdin pipe and sleeps reading it."""
-    import termios
-
-    for _ in range(6000):
-        left = struct.unpack("i", fcntl.ioctl(proc.stdin.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
-        if left == 0 and _blocked_reading(proc.pid):
-            return
-        threading.Event().wait(0.002)
-    raise AssertionError("the appender never got to wait for input")
 
 
 # -- closed and full stdout, closed stdin --------------------------------------------------------

@@ -35,44 +35,8 @@ def base(cwd):
     return [header(cwd), orjson.dumps(user) + b"\n", orjson.dumps(reply) + b"\n"]
 
 
-# Lines a crash could have left (torn when last) ...
-TORN = {
-    "stray brace": b"}{\n",
-    "cut short": b'{"type":"message","id":"dead\n',
-    "lone surrogate": b'{"type":"message","id":"c0000001","parentId":null,"timestamp":"t","message":'
-                      b'{"role":"user","content":[{"type":"text","text":"\\ud800"}]}}\n',
-    "1e400": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","n":1e400}\n',
-    "not an object": b"[1,2,3]\n",
-    # a bare JSON value nested deeply is not an object either, whatever the depth
-    "bare value 1000 deep": b"[" * 1000 + b"]" * 1000 + b"\n",
-    "bare value 100000 deep": b"[" * 100_000 + b"]" * 100_000 + b"\n",
-    # a deep object cut short: its brackets never close
-    "100000 deep cut short": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","a":'
-                             + b"[" * 100_000 + b"]" * 5000 + b"\n",
-    "null": b"null\n",
-    "NUL bytes": b"\0\0\0\0\0\0\n",
-    "invalid UTF-8": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","x":"\xff\xfe"}\n',
-    "second header": None,          # filled in per test (it names the test's cwd)
-}
-# ... and a complete object that breaks the schema: never a crash artifact
-SCHEMA = {
-    "message without role": b'{"type":"message","id":"c0000001","parentId":null,"timestamp":"t",'
-                            b'"message":{"content":[]}}\n',
-    "id a number": b'{"type":"message","id":7,"parentId":null,"timestamp":"t","message":{"role":"user","content":[]}}\n',
-    # complete objects nested deeper than panto reads (1024 levels): reported, never cut
-    "nesting 1100": b'{"type":"note","id":"c0000001","parentId":null,"timestamp":"t","a":'
-                    + b"[" * 1100 + b"]" * 1100 + b"}\n",
-    "message 100000 deep": b'{"type":"message","id":"c0000001","parentId":null,"timestamp":"t","message":'
-                           b'{"role":"user","content":[{"type":"text","text":"deep","x":'
-                           + b'{"a":' * 100_000 + b"1" + b"}" * 100_000 + b'}]}}\n',
-    # readable, but what is wrong with it must be said without a recursive repr
-    "role 1000 deep": b'{"type":"message","id":"c0000001","parentId":null,"timestamp":"t","message":'
-                      b'{"role":' + b"[" * 1000 + b"]" * 1000 + b',"content":[]}}\n',
-}
-# what the deep ones are told (where the command says what is wrong with the line)
-DEEP_SCHEMA = {"nesting 1100": "nested more than 1024 levels deep",
-               "message 100000 deep": "nested more than 1024 levels deep",
-               "role 1000 deep": "unknown message role of type list"}
+from hostile_lines import DEEP_SCHEMA, SCHEMA, TORN  # noqa: E402
+
 CASES = [(name, "torn") for name in TORN] + [(name, "schema") for name in SCHEMA]
 WHERE = ["first", "middle", "last"]
 
@@ -392,7 +356,7 @@ def test_cost_on_a_terminal_shows_model_names_without_acting_on_it(isolated, tmp
     as \\u escapes in --json when stdout is a terminal (still valid JSON)."""
     import shutil
 
-    from test_tree import EVIL, RAW, on_a_terminal
+    from on_terminal import EVIL, RAW, on_a_terminal
 
     rows = [orjson.loads(x) for x in base(isolated)]
     rows[2]["message"]["model"] = "gpt " + EVIL

@@ -339,9 +339,9 @@ def test_panto_send_interrupted_before_its_request_passes_the_stream_on(tmp_path
     header = {"type": "session", "version": 1, "id": SID, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": work}
     p.stdin.write((json.dumps(header) + "\n").encode())
     p.stdin.flush()
-    from test_faults import _wait_reading
+    from procs import wait_reading
 
-    _wait_reading(p)                 # it is in panto's code, waiting for more input
+    wait_reading(p)                 # it is in panto's code, waiting for more input
     p.send_signal(signal.SIGINT)
     p.stdin.close()
     out, err = p.stdout.read(), p.stderr.read()

@@ -575,7 +575,7 @@ def test_json_on_a_terminal_escapes_what_could_act_on_it(isolated):
     """Titles, prompts and directories come from files: on a terminal --json
     writes controls, C1 and bidi characters as \\u escapes (valid JSON, the
     same values); a pipe gets them as they are."""
-    from test_tree import EVIL, RAW, on_a_terminal
+    from on_terminal import EVIL, RAW, on_a_terminal
 
     make(isolated, A, prompt="prompt " + EVIL)
     piped = ls("--json").stdout
@@ -590,40 +590,11 @@ def test_json_on_a_terminal_escapes_what_could_act_on_it(isolated):
 
 # -- the byte rule of a walked line agrees with the full reading ------------------------------
 
-def random_line(rng):
-    """A line as panto or another writer might lay it out, with text that mimics keys."""
-    import json
-
-    tricky = ['"message":{"role":"user"', '{"type":"message"', "\\", '"', "\n", "é", "\u2028", "assistant", ""]
-    text = "".join(rng.choice(tricky) for _ in range(rng.randint(0, 6)))
-    t = rng.choice(["message"] * 6 + ["sessionInfo", "compaction", "custom", "session", "messages", ""])
-    e = {"type": t}
-    for key, value in (("id", rng.choice(["ab12cd34", "x", 7, None])), ("parentId", rng.choice([None, "ab12cd34", 3])),
-                       ("timestamp", rng.choice(["2026-04-25T17:40:16.000Z", "t", 5]))):
-        if rng.random() < 0.9:
-            e[key] = value
-    if rng.random() < 0.5:
-        e["provider"], e["model"] = rng.choice([("openai", "gpt-4o"), ("x", 1), ("a\"b", "c")])
-    if rng.random() < 0.2:
-        e["api"] = rng.choice(["openai-responses", {"nested": "x"}])
-    role = rng.choice(["user", "assistant", "system", "tool", "", 5])
-    content = rng.choice([[{"type": "text", "text": text}], [{"type": "text", "text": 5}], "x", []])
-    e["message" if rng.random() < 0.9 else "msg"] = rng.choice(
-        [{"role": role, "content": content}, {"content": content, "role": role}, text])
-    if t == "sessionInfo":
-        e["name"] = text
-    if rng.random() < 0.2:
-        e = dict(reversed(list(e.items())))
-    if rng.random() < 0.2:
-        return json.dumps(e).encode()                 # spaced
-    return orjson.dumps(e)
-
-
 def test_the_walked_line_rule_agrees_with_the_full_reading():
     import random
 
+    from hostile_lines import SCHEMA, TORN, random_line
     from pantolib import scan
-    from test_hostile import SCHEMA, TORN
 
     rng = random.Random(7)
     lines = [random_line(rng) for _ in range(20000)] + [b for b in [*TORN.values(), *SCHEMA.values()] if b]

@@ -723,8 +723,8 @@ def test_the_marks_agree_with_the_full_rule_on_random_lines():
     import random
 
     from pantolib import stream
-    from test_hostile import SCHEMA, TORN
-    from test_ls import random_line
+    from hostile_lines import SCHEMA, TORN
+    from hostile_lines import random_line
 
     rng = random.Random(11)
     lines = [random_line(rng).replace(b'"role":"user"', rng.choice([b'"role":"user"', b'"role":"assistant"']))

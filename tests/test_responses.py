@@ -240,7 +240,7 @@ def test_partial_reply_keeps_text_and_finished_calls_only():
 
 
 def test_ctrl_c_keeps_the_partial_reply(srv):
-    from test_send_api import _interrupt_when
+    from conftest import interrupt_when
 
     s = R.Stream()
     s.reasoning(["Plan."], ENC)
@@ -250,7 +250,7 @@ def test_ctrl_c_keeps_the_partial_reply(srv):
     srv.push(s.cut(stall_after=len(s.chunks), stall=30))
     # "Half of i": the live display holds back a last "t" while it could begin a key
     # (the test keys without their "sk-" prefix begin with "test-").
-    p = _interrupt_when(srv, ["--api", "openai_responses", "-m", MODEL, "now"], b"", b"Half of i")
+    p = interrupt_when(srv, ["--api", "openai_responses", "-m", MODEL, "now"], b"", b"Half of i")
     assert p.returncode == 130, p.stderr
     msg = lines(p.stdout)[-1]["message"]
     assert msg["stopReason"] == "aborted"
@@ -478,7 +478,7 @@ def test_failure_fails_the_turn_and_keeps_the_prompt(srv, case):
 
 
 def test_error_event_quoting_the_key_is_redacted(srv):
-    from test_send import KEY
+    from conftest import KEY
 
     srv.push(R.Stream().error(f"Incorrect API key provided: {KEY}.", "invalid_api_key"))
     p = respond(srv, "hi")

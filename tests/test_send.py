@@ -11,7 +11,7 @@ import pytest
 
 import sse_server as S
 from builders import HEADER, assistant, jsonl, lines, user
-from conftest import AKEY, KEY, assert_clean_error, env_for, run, secret_free, send, srv  # noqa: F401 (test_tree.py imports env_for, srv)
+from conftest import AKEY, KEY, assert_clean_error, env_for, run, secret_free, send
 
 HEX8 = re.compile(r"^[0-9a-f]{8}$")
 OA_USAGE = {"prompt_tokens": 150, "completion_tokens": 42, "prompt_tokens_details": {"cached_tokens": 120},

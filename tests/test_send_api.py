@@ -5,7 +5,6 @@ context-full refusal and keys that are not secrets. The real console script
 against the scripted server on 127.0.0.1."""
 import os
 import shutil
-import signal
 import subprocess
 
 import orjson
@@ -13,7 +12,7 @@ import pytest
 
 import sse_server as S
 from builders import HEADER, assistant, jsonl, lines, user
-from conftest import AKEY, KEY, assert_clean_error, env_for, secret_free, send
+from conftest import AKEY, KEY, assert_clean_error, env_for, interrupt_when, secret_free, send
 
 from pantolib.providers import anthropic_messages as an
 from pantolib.providers import openai_chat as oa
@@ -328,30 +327,12 @@ def test_tool_uses_are_not_printed_by_panto_send(srv):
 
 # --- Ctrl-C --------------------------------------------------------------------------
 
-def _interrupt_when(srv, args, stream, marker):
-    """Run panto-send --live, SIGINT it once `marker` is on its stderr."""
-    proc = subprocess.Popen([shutil.which("panto-send"), "--live", *args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(srv))
-    proc.stdin.write(stream)
-    proc.stdin.close()
-    err = b""
-    while marker not in err:
-        piece = os.read(proc.stderr.fileno(), 65536)
-        assert piece, (b"panto-send ended early: " + err)
-        err += piece
-    proc.send_signal(signal.SIGINT)
-    out = proc.stdout.read()
-    err += proc.stderr.read()
-    proc.wait(timeout=10)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
 def test_ctrl_c_keeps_the_partial_openai_reply(srv):
     chunks = [S.oa_chunk({"role": "assistant", "content": ""}), S.oa_chunk({"content": "The first half"}),
               S.oa_chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
                                           "function": {"name": "bash", "arguments": '{"co'}}]})]
     srv.push(S.openai_stream(chunks, done=False, stall_after=3, stall=30))
-    p = _interrupt_when(srv, ["now"], BASE, b"The first half")
+    p = interrupt_when(srv, ["now"], BASE, b"The first half")
     assert p.returncode == 130, p.stderr
     assert "Traceback" not in p.stderr.decode()
     assert p.stderr.rstrip().split(b"\n")[-1].startswith(b"panto-send: interrupted")
@@ -375,7 +356,7 @@ def test_ctrl_c_keeps_anthropic_thinking_and_text_and_usage(srv):
               S.an_delta(2, {"type": "input_json_delta", "partial_json": '{"command": "l'})]
     srv.push(S.anthropic_stream(events, stall_after=len(events), stall=30))
     # (a text ending in "s" would be held back: it could be the start of the key "sk-...")
-    p = _interrupt_when(srv, ["-p", "anthropic", "now"], AN_BASE, b"Here goes.")
+    p = interrupt_when(srv, ["-p", "anthropic", "now"], AN_BASE, b"Here goes.")
     assert p.returncode == 130, p.stderr
     msg = entries_after(p.stdout, AN_BASE)[-1]["message"]
     assert msg["stopReason"] == "aborted"

@@ -7,7 +7,6 @@ import shutil
 import orjson
 
 from conftest import assert_clean_error, run
-from test_tree import branched  # noqa: F401
 
 SID = "0199aaaa-bbbb-7ccc-8ddd-000000000001"
 

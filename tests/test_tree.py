@@ -1,25 +1,14 @@
 """Branches (SPEC §4.1): replay --at, tree and name, on a session built
 through the real pipeline against the scripted server."""
 import os
-import pty
 import shutil
 import subprocess
 import sys
 
 import orjson
-import pytest
 
-import sse_server as S
-from conftest import assert_clean_error, run
-from test_send import env_for, srv  # noqa: F401
-
-
-def sh(srv, cmd, **env):
-    p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, timeout=60,
-                       env=env_for(srv, **env))
-    assert p.returncode == 0, (cmd, p.stderr.decode(errors="replace"))
-    assert b"Traceback" not in p.stderr
-    return p
+from conftest import assert_clean_error, reply, run, shell
+from on_terminal import EVIL, RAW, on_a_terminal
 
 
 def lines(out):
@@ -33,31 +22,6 @@ def texts(body):
         c = m.get("content")
         out.append(c if isinstance(c, str) else "".join(p.get("text", "") for p in c or []))
     return out
-
-
-def reply(text):
-    return S.openai_text(text, usage={"prompt_tokens": 20, "completion_tokens": 3})
-
-
-@pytest.fixture
-def branched(srv, isolated):
-    """One question, then three answers to what came next: two branches
-    made with replay --at, each appended to the same file. Returns
-    (srv, path, {name: entry}) with the entries of each step."""
-    srv.push(reply("one"), reply("two"), reply("three"), reply("four"))
-    sh(srv, 'panto-send "first question" </dev/null | panto-log append >/dev/null')
-    sh(srv, 'panto-log replay --last | panto-send "second question" | panto-log append >/dev/null')
-    entries = lines(sh(srv, "panto-log replay --last").stdout)
-    path = os.path.join(os.environ["PANTO_SESSION_DIR"], os.listdir(os.environ["PANTO_SESSION_DIR"])[0],
-                        entries[0]["id"] + ".jsonl")
-    assert os.path.exists(path)
-    system, u1, a1, u2, a2 = entries[1:]
-    # branch at the first answer, by a prefix of its id
-    sh(srv, f'panto-log replay --at {a1["id"][:6]} --last | panto-send "branch b" | panto-log append {path} >/dev/null')
-    sh(srv, f'panto-log replay --at {a1["id"]} {path} | panto-send "branch c" | panto-log append {path} >/dev/null')
-    every = lines(open(path, "rb").read())
-    u3, a3, u4, a4 = every[6:]
-    return srv, path, dict(system=system, u1=u1, a1=a1, u2=u2, a2=a2, u3=u3, a3=a3, u4=u4, a4=a4)
 
 
 def test_branches_share_the_file_and_nothing_is_removed(branched):
@@ -93,9 +57,9 @@ def test_replay_at_prints_the_header_and_the_path_in_file_order(branched):
 def test_replay_at_the_old_branch_brings_it_back(branched):
     srv, path, e = branched
     srv.push(reply("five"))
-    sh(srv, f'panto-log replay --at {e["a2"]["id"]} {path} | panto-send "back on two" | panto-log append {path} >/dev/null')
+    shell(srv, f'panto-log replay --at {e["a2"]["id"]} {path} | panto-send "back on two" | panto-log append {path} >/dev/null')
     assert texts(srv.requests[-1].body)[1:] == ["first question", "one", "second question", "two", "back on two"]
-    p = sh(srv, "panto-log replay --last")
+    p = shell(srv, "panto-log replay --last")
     assert lines(p.stdout)[-2]["parentId"] == e["a2"]["id"]
 
 
@@ -190,7 +154,7 @@ def test_name_appends_a_session_info_entry_and_ls_shows_the_last(branched):
     assert len(row) == 5 and row[4] == "Better name^[]0;x^G"
     # the session goes on after a name: the name is no message
     srv.push(reply("six"))
-    sh(srv, 'panto-log replay --last | panto-send "after the name" | panto-log append >/dev/null')
+    shell(srv, 'panto-log replay --last | panto-send "after the name" | panto-log append >/dev/null')
     assert texts(srv.requests[-1].body)[1:] == ["first question", "one", "branch c", "four", "after the name"]
     assert os.stat(path).st_mode & 0o777 == 0o600
 
@@ -293,31 +257,6 @@ def test_tree_memory_is_the_tree_not_the_text(isolated, tmp_path):
         assert kib < 45 << 10, (args, kib)           # the text alone is 60 MB
 
 
-EVIL = "8-bit CSI \x9b2J, bidi \u202eexe.txt\u202c, isolate \u2066x\u2069, ESC \x1b]0;title\x07, DEL \x7f"
-
-
-def on_a_terminal(argv):
-    """Run argv with its stdout on a pseudo-terminal; what the terminal got."""
-    leader, follower = pty.openpty()
-    try:
-        p = subprocess.Popen(argv, stdout=follower, stderr=subprocess.PIPE)
-        os.close(follower)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:                          # EIO: the writer closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        assert p.wait(30) == 0, p.stderr.read()
-    finally:
-        os.close(leader)
-    return out
-
-
-RAW = [c.encode() for c in "\x9b\u202e\u202c\u2066\u2069\x1b\x07\x7f"]
 
 
 def test_tree_json_on_a_terminal_escapes_what_could_act_on_it(isolated, tmp_path):

@@ -1,12 +1,12 @@
 """panto-log show (SPEC §4.1): a session as Markdown for people."""
 import os
-import pty
 import subprocess
 import shutil
 
 import orjson
 
 from conftest import assert_clean_error, run
+from on_terminal import on_a_terminal
 
 SID = "0199aaaa-bbbb-7ccc-8ddd-000000000001"
 
@@ -127,22 +127,7 @@ def test_terminal_output_shows_escapes_a_file_keeps_them(isolated, tmp_path):
     path = write(tmp_path / "s.jsonl", rows)
     piped = show(path)
     assert "\x1b[31m" in piped                        # exported as written
-    leader, follower = pty.openpty()
-    try:
-        p = subprocess.Popen([shutil.which("panto-log"), "show", path], stdout=follower, stderr=subprocess.PIPE)
-        os.close(follower)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:                          # EIO: the writer closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        assert p.wait(30) == 0, p.stderr.read()
-    finally:
-        os.close(leader)
+    out = on_a_terminal([shutil.which("panto-log"), "show", path])
     assert b"\x1b" not in out and b"\x07" not in out and "\u202e".encode() not in out
     assert b"red ^[[31mtext^[]0;title^G <U+202E>evil" in out
 

@@ -25,7 +25,7 @@ def workers(count, size, env=None):
     """How many worker processes to use for `count` items of `size` bytes in all (<= 1: none)."""
     env = os.environ if env is None else env
     value = env.get("PANTO_JOBS", "")
-    if value.isdigit() and int(value) >= 1:   # isdigit: ASCII digits only, no sign
+    if value.isascii() and value.isdigit() and int(value) >= 1:   # digits only: no sign, no space
         return min(int(value), count)
     if count < MIN_FILES or size < MIN_BYTES:
         return 1

@@ -19,6 +19,9 @@ class SessionError(PantoError):
             where = f"{file}:{line}: " if line is not None else f"{file}: "
         super().__init__(where + message)
 
+    def __reduce__(self):   # sent back whole from a worker process (jobs.py)
+        return (type(self), (self.message, self.file, self.line))
+
 
 class ProviderError(PantoError):
     """The model's API failed: HTTP status, connection, timeout or a bad stream."""

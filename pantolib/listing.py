@@ -93,6 +93,23 @@ class Lister:
             except OSError:
                 pass   # a cache that cannot be written only costs speed
 
+    def _read_ahead(self, directories, needle):
+        """{path: jobs.run's answer} for the files the cache does not hold, summarized
+        in worker processes when there are enough of them (jobs.py); else {}."""
+        todo, sizes, taken = [], [], set()
+        for _, files in directories:
+            for path, st in files:
+                if path not in taken and self._cached(path, _key(st)) is None:
+                    taken.add(path)
+                    todo.append(path)
+                    sizes.append(st.st_size)
+        from pantolib import jobs
+
+        if jobs.workers(len(todo), sum(sizes)) <= 1:
+            return {}
+        done = jobs.run(todo, lambda path: summarize(path, needle), sizes)
+        return {todo[i]: got for i, got in done.items()}
+
     def sessions(self, directories, cwd=None, needle=None):
         """Summaries (dicts) of the session files in these folders (or of
         (folder, paths.list_dir(folder)) pairs), most recently active first;
@@ -100,11 +117,9 @@ class Lister:
         each also has a "match": its first matching snippet, or None (a file
         is read once, for both, when not cached)."""
         out, listed, seen = [], set(), set()
-        for directory in directories:
-            if isinstance(directory, tuple):
-                directory, files = directory
-            else:
-                files = paths.list_dir(directory)
+        directories = [d if isinstance(d, tuple) else (d, paths.list_dir(d)) for d in directories]
+        ready = self._read_ahead(directories, needle)
+        for directory, files in directories:
             for path, st in files:
                 seen.add(path)
                 key = _key(st)
@@ -112,7 +127,13 @@ class Lister:
                 match, searched = None, info is None
                 if info is None:
                     try:
-                        info, match = summarize(path, needle)
+                        got = ready.pop(path, None)
+                        if got is None:
+                            info, match = summarize(path, needle)
+                        elif got[0]:
+                            info, match = got[1]
+                        else:
+                            raise got[1]
                     except NotASession as e:
                         self.warn(f"'{path}': {e}, skipped")
                         continue

@@ -58,6 +58,7 @@ class Files:
         self.tiers, self.zone = prices.tiers(), cache.zone()
         self._quarters = {}   # for pricing.when_key
         self.entries, self.changed, self.seen = {}, False, set()
+        self._ready = {}    # key: what a worker process found (read_ahead)
         if use:
             data = cache.load(self.file, VERSION)
             if (type(data) is dict and data.get("tiers") == self.tiers and data.get("zone") == self.zone
@@ -72,6 +73,51 @@ class Files:
             del self.entries[p]
         cache.save(self.file, VERSION, {"tiers": self.tiers, "zone": self.zone, "files": self.entries})
 
+    def read_ahead(self, todo, span=None):
+        """Read the files of `todo` ((name, os.stat) pairs, in the order read() will
+        be asked for them) that the cache cannot answer in worker processes, when
+        there are enough of them (jobs.py); read() then hands out what each found,
+        errors included, and stores its cache entry as it would have itself."""
+        work, sizes, taken = [], [], set()
+        for name, st in todo:
+            key = os.path.abspath(name)
+            if key in taken:
+                continue
+            taken.add(key)
+            size = self._uncovered(key, st, span)
+            if size is not None:
+                work.append((name, st, key))
+                sizes.append(size)
+        from pantolib import jobs
+
+        if jobs.workers(len(work), sum(sizes)) <= 1:
+            return
+        done = jobs.run(work, lambda item: self._job(item, span), sizes)
+        for i, (ok, value) in done.items():
+            name, st, key = work[i]
+            self._ready[key] = (st, span, ok, value)
+
+    def _uncovered(self, key, st, span):
+        """The bytes read() would read of the file (an estimate), or None when the cache answers."""
+        old = self.entries.get(key) if self.use else None
+        ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        if type(old) is list and len(old) == _LEN and old[0] == ident and (span is None or old[6] is not _UNKNOWN):
+            return None
+        if (type(old) is list and len(old) == _LEN and old[0][:2] == ident[:2] and type(old[1]) is int
+                and 0 < old[1] <= st.st_size):
+            return st.st_size - old[1]
+        return st.st_size
+
+    def _job(self, item, span):
+        """In a worker: read() one file; (its File or the error, and its new cache entry if any)."""
+        name, st, key = item
+        self.changed = False
+        try:
+            got, error = self.read(name, st, span), None
+        except (SessionError, OSError) as e:
+            got, error = None, e
+        return got, error, self.entries.get(key) if self.changed else None
+
     def read(self, name, st, span=None):
         """The File of the session file at `name` (`st`: its os.stat), or None when
         `span` (since, until: local days) shows that none of its entries can lie
@@ -80,6 +126,15 @@ class Files:
         ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
         key = os.path.abspath(name)
         self.seen.add(key)
+        ready = self._ready.pop(key, None)
+        if ready is not None and ready[0] is st and ready[1] == span and ready[2]:
+            got, error, entry = ready[3]
+            if entry is not None:
+                self.entries[key] = entry
+                self.changed = True
+            if error is not None:
+                raise error
+            return got
         old = self.entries.get(key) if self.use else None
         if old is not None and (type(old) is not list or len(old) != _LEN):
             old = None

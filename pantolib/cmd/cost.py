@@ -137,6 +137,8 @@ def _report(args, inputs, by, span, use):
     reader = tallies.Files(prices, use=use)
     span = None if span == (None, None) else span
     seen = set()  # (device, inode) of every file counted: each is counted once
+    ahead = set()
+    reader.read_ahead([(name, st) for name, st in inputs if st is not None and _first_time(st, ahead)], span)
     every = len(inputs) - len(args["FILE"])   # the first ones come from --all
     for i, (name, st) in enumerate(inputs):
         if st is None:

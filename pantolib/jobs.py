@@ -1,0 +1,146 @@
+"""Reading many session files at once, on the machine's cores.
+
+A first (uncached) `panto-ls` or `panto-cost` report spends its time reading
+and parsing each file, which the rules require. When there is enough such
+work (MIN_FILES files and MIN_BYTES bytes the cache does not cover) and more
+than one CPU this process may run on, `run` forks worker processes (os.fork,
+no pickling of the work: each worker inherits it) that call the same
+per-file function the single path calls, and send back, item by item, its
+result or the error it raised. The caller then takes these results in its
+own order, so notes and warnings come out as they would have, and it alone
+writes the caches. An item a worker did not answer (it crashed, was killed,
+or its result could not be sent) is simply missing: the caller reads that
+file itself, as it would have without workers.
+
+PANTO_JOBS=N: N workers (at most one per item), whatever the amount of work
+or the CPUs; 1: never. Unset, empty or anything else: decided as above.
+"""
+import os
+
+MIN_FILES = 32
+MIN_BYTES = 32 << 20
+
+
+def workers(count, size, env=None):
+    """How many worker processes to use for `count` items of `size` bytes in all (<= 1: none)."""
+    env = os.environ if env is None else env
+    value = env.get("PANTO_JOBS", "")
+    if value.isascii() and value.isdigit() and int(value) >= 1:   # digits only: no sign, no space
+        return min(int(value), count)
+    if count < MIN_FILES or size < MIN_BYTES:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return min(cpus, count)
+
+
+def run(items, fn, sizes):
+    """{index: (True, fn(item)) or (False, the exception it raised)} for the items
+    (sizes: the bytes each will read), computed in worker processes; {} when
+    one process is enough. fn runs in the workers only, after a fork: what it
+    changes in memory stays there. Exceptions that are not Exception (Ctrl-C)
+    end the worker; the parent's own KeyboardInterrupt ends every worker."""
+    n = workers(len(items), sum(sizes))
+    if n <= 1 or not hasattr(os, "fork"):
+        return {}
+    shares = [[] for _ in range(n)]
+    loads = [0] * n
+    for i in sorted(range(len(items)), key=lambda i: -sizes[i]):   # the largest first, to the least loaded
+        k = loads.index(min(loads))
+        shares[k].append(i)
+        loads[k] += sizes[i] + 4096
+    for share in shares:
+        share.sort()
+    import pickle
+    import selectors
+    import signal
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):   # nothing buffered is written twice
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    pids, pipes, done = [], {}, {}
+    try:
+        for share in shares:
+            r, w = os.pipe()
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(r)
+                os.close(w)
+                break     # fewer workers: the parent reads what no worker answers
+            if pid == 0:
+                _worker(w, [r, *pipes], share, items, fn, pickle, signal)
+            pids.append(pid)
+            os.close(w)
+            pipes[r] = bytearray()
+        selector = selectors.DefaultSelector()
+        for r in pipes:
+            selector.register(r, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select():
+                r = key.fd
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
+                    selector.unregister(r)
+                    continue
+                buf = pipes[r]
+                buf += chunk
+                at = 0
+                while len(buf) - at >= 8:
+                    size = int.from_bytes(buf[at:at + 8], "little")
+                    if len(buf) - at - 8 < size:
+                        break
+                    try:
+                        i, ok, value = pickle.loads(buf[at + 8:at + 8 + size])
+                        done[i] = (ok, value)
+                    except Exception:
+                        pass   # not understood: the parent reads that file itself
+                    at += 8 + size
+                del buf[:at]
+        selector.close()
+    finally:
+        for r in pipes:
+            os.close(r)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)   # already gone, unless the parent is interrupted
+            except OSError:
+                pass
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except (OSError, ChildProcessError):
+                pass
+    return done
+
+
+def _worker(w, others, share, items, fn, pickle, signal):
+    """A worker's life: answer each item of its share on `w`, then end (never returns)."""
+    status = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)    # Ctrl-C ends it, silently
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        for fd in others:
+            os.close(fd)
+        for i in share:
+            try:
+                message = (i, True, fn(items[i]))
+            except Exception as e:
+                message = (i, False, e)
+            try:
+                data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:
+                continue   # left to the parent
+            view = memoryview(len(data).to_bytes(8, "little") + data)
+            while view:
+                view = view[os.write(w, view):]
+    except BaseException:
+        status = 1
+    finally:
+        os._exit(status)

@@ -17,6 +17,8 @@ or the CPUs; 1: never. Unset, empty or anything else: decided as above.
 """
 import os
 
+from pantolib.files import write_all
+
 MIN_FILES = 32
 MIN_BYTES = 32 << 20
 
@@ -137,9 +139,7 @@ def _worker(w, others, share, items, fn, pickle, signal):
                 data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:
                 continue   # left to the parent
-            view = memoryview(len(data).to_bytes(8, "little") + data)
-            while view:
-                view = view[os.write(w, view):]
+            write_all(w, len(data).to_bytes(8, "little") + data)
     except BaseException:
         status = 1
     finally:

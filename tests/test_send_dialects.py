@@ -244,7 +244,8 @@ def test_concurrent_writers_leave_a_whole_file(tmp_path):
     assert [p.wait(timeout=120) for p in procs] == [0] * 6
     f = refusals.path(env)
     doc = orjson.loads(open(f, "rb").read())
-    assert doc["version"] == 1 and len(doc["servers"]) >= 40
+    # the writers take turns (a lock on the directory): no refusal is lost but to the cap
+    assert doc["version"] == 1 and len(doc["servers"]) == refusals.MAX_SERVERS
     assert os.listdir(os.path.dirname(f)) == ["refused.json"]   # no temporary file left
 
 

@@ -59,17 +59,44 @@ def remember(api, base_url, model, fields, env=None, now=None):
     now = int(time.time() if now is None else now)
     file = path(env)
     want = _key(api, base_url, model)
-    kept, mine = [], None
-    for entry in _read(file):
-        live = {f: at for f, at in entry["refused"].items() if now - REMEMBER < at <= now + 60}
-        if (entry["api"], entry["baseUrl"], entry["model"]) == want:
-            mine = live
-        elif live:
-            kept.append(dict(entry, refused=live))
-    mine = mine or {}
-    mine.update({f: now for f in fields})
-    entry = {"api": want[0], "baseUrl": want[1], "model": want[2], "refused": dict(sorted(mine.items()))}
-    _write(file, {"version": VERSION, "servers": [entry, *kept][:MAX_SERVERS]})
+    with _locked(os.path.dirname(file)):     # read, add, replace: two panto-sends lose nothing
+        kept, mine = [], None
+        for entry in _read(file):
+            live = {f: at for f, at in entry["refused"].items() if now - REMEMBER < at <= now + 60}
+            if (entry["api"], entry["baseUrl"], entry["model"]) == want:
+                mine = live
+            elif live:
+                kept.append(dict(entry, refused=live))
+        mine = mine or {}
+        mine.update({f: now for f in fields})
+        entry = {"api": want[0], "baseUrl": want[1], "model": want[2], "refused": dict(sorted(mine.items()))}
+        _write(file, {"version": VERSION, "servers": [entry, *kept][:MAX_SERVERS]})
+
+
+class _locked:
+    """An exclusive flock on the directory for a read-modify-write of the file
+    in it (no lock file is left behind); without one (the directory cannot be
+    made or opened), the write goes ahead unlocked: a cache only saves time."""
+
+    def __init__(self, directory):
+        self.directory, self.fd = directory, None
+
+    def __enter__(self):
+        import fcntl
+
+        try:
+            paths.make_dirs(self.directory)
+            self.fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError:
+            if self.fd is not None:
+                os.close(self.fd)
+            self.fd = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)       # the lock goes with it
 
 
 def _read(file):

@@ -198,3 +198,18 @@ def _lines(out):
     import orjson
 
     return [orjson.loads(x) for x in out.split(b"\n") if x]
+
+
+def repl_env(srv, tmp_path, anthropic=False, **extra):
+    """The environment of a REPL test: the scripted server as the OpenAI-style
+    provider (and the Anthropic-style one too, with anthropic), a terminal
+    type, and a TMPDIR of the test's own; the key is repl_term.KEY."""
+    from repl_term import KEY
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY, OPENAI_MODEL="gpt-4o",
+               TERM="xterm-256color", TMPDIR=str(tmp), **extra)
+    if anthropic:
+        env.update(ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=KEY)
+    return env

@@ -7,17 +7,14 @@ import os
 
 import pytest
 
-from conftest import run
+from conftest import repl_env, run
 from sse_server import openai_text
-from repl_term import KEY, Term, read_entries, session_files
+from repl_term import Term, read_entries, session_files
 
 
 @pytest.fixture
 def env(srv, tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    return dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY, OPENAI_MODEL="gpt-4o",
-                TERM="xterm-256color", TMPDIR=str(tmp))
+    return repl_env(srv, tmp_path)
 
 
 @pytest.fixture

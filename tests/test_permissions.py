@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import assert_clean_error
+from conftest import assert_clean_error, repl_env
 from tool_term import Term as ToolTerm, answered, results, stream_with, tool
 
 ALWAYS = "always"     # asked whatever the rules ("... asked every time")
@@ -288,15 +288,12 @@ def test_a_command_sees_no_rules_file_and_no_channel(isolated, tmp_path):
 # -- the REPL ---------------------------------------------------------------------------------
 
 from sse_server import openai_text, openai_tools   # noqa: E402
-from repl_term import KEY, Term   # noqa: E402
+from repl_term import Term   # noqa: E402
 
 
 @pytest.fixture
 def env(srv, tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    return dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY, OPENAI_MODEL="gpt-4o",
-                TERM="xterm-256color", TMPDIR=str(tmp), NO_COLOR="1")
+    return repl_env(srv, tmp_path, NO_COLOR="1")
 
 
 def bash(cid, command):

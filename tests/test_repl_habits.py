@@ -2,22 +2,18 @@
 -c/--continue/--last, `panto PROMPT...`, an ambiguous --resume prefix, a
 missing key said at start, Tab, /rewind's question, /tree, /fork's title."""
 import json
-import os
 import time
 
 import pytest
 
-from conftest import assert_clean_error, run
+from conftest import assert_clean_error, repl_env, run
 from sse_server import openai_text
-from repl_term import KEY, Term, make_session, read_entries, session_files, write_session
+from repl_term import Term, make_session, read_entries, session_files, write_session
 
 
 @pytest.fixture
 def env(srv, tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    return dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY, OPENAI_MODEL="gpt-4o",
-                TERM="xterm-256color", TMPDIR=str(tmp))
+    return repl_env(srv, tmp_path)
 
 
 def user_texts(entries):

@@ -2,15 +2,16 @@
 a real pseudo-terminal through a small terminal model (vt.py): type-ahead,
 the spinner and the tool question, long replies and pastes, tables, NO_COLOR
 thinking, and the seconds of the usage line."""
-import os
 import re
 import time
 
 import pytest
 
+from conftest import repl_env
+
 from sse_server import an_block, an_delta, an_end, an_start, an_stop, anthropic_stream, \
     openai_text, openai_tools
-from repl_term import KEY, Term, usage
+from repl_term import Term, usage
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
@@ -18,10 +19,7 @@ PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 
 @pytest.fixture
 def env(srv, tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    return dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY, OPENAI_MODEL="gpt-4o",
-                ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=KEY, TERM="xterm-256color", TMPDIR=str(tmp))
+    return repl_env(srv, tmp_path, anthropic=True)
 
 
 def last_user_text(request):

@@ -11,20 +11,17 @@ import time
 
 import pytest
 
-from conftest import run
+from conftest import repl_env, run
 from sse_server import anthropic_stream, an_block, an_delta, an_end, an_start, an_stop, \
     error_reply, openai_text, openai_tools
-from repl_term import KEY, Term, read_entries, roles, session_files, usage
+from repl_term import Term, read_entries, roles, session_files, usage
 
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 
 
 @pytest.fixture
 def env(srv, tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    return dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY=KEY, OPENAI_MODEL="gpt-4o",
-                ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=KEY, TERM="xterm-256color", TMPDIR=str(tmp))
+    return repl_env(srv, tmp_path, anthropic=True)
 
 
 def has_replay_at():

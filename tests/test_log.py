@@ -953,10 +953,12 @@ def test_the_partial_pipeline_appends_byte_for_byte_what_the_complete_one_does(i
     assert read(str(tmp_path / "copy.jsonl")) == data + new
 
 
-def test_the_partial_pipeline_through_panto_send_asks_and_writes_the_same(isolated, tmp_path):
+def complete_and_partial(isolated, tmp_path, data, send_args):
+    """The same session in two files, one turn of `panto-send SEND_ARGS` on
+    each: from the complete stream (replay) and from the partial one (replay
+    --context), appended back. (the two files) once both requests were alike."""
     import sse_server as S
 
-    data, _, leaf = compacted_session(isolated)
     with S.Server(auto=True) as srv:
         env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY="sk-test-0123456789abcdef")
         f = session_file(isolated, data=data)
@@ -965,10 +967,16 @@ def test_the_partial_pipeline_through_panto_send_asks_and_writes_the_same(isolat
             fh.write(data)
         for path, flags in ((f, ()), (g, ("--context",))):
             src = ok(log("replay", *flags, path)).stdout
-            out = ok(run(["panto-send", "--quiet", "next question"], input=src, env=env)).stdout
+            out = ok(run(["panto-send", "--quiet", *send_args], input=src, env=env)).stdout
             assert out.startswith(src)
             ok(log("append", path, input=out))
         assert len(srv.requests) == 2 and srv.requests[0].body == srv.requests[1].body
+    return f, g
+
+
+def test_the_partial_pipeline_through_panto_send_asks_and_writes_the_same(isolated, tmp_path):
+    data, _, leaf = compacted_session(isolated)
+    f, g = complete_and_partial(isolated, tmp_path, data, ["next question"])
     added = [split_lines(read(p))[len(split_lines(data)):] for p in (f, g)]
 
     def shape(raw):
@@ -1105,20 +1113,8 @@ def test_cached_and_uncached_runs_agree(isolated, change):
 
 
 def test_compaction_of_a_partial_stream_asks_and_keeps_the_same(isolated, tmp_path):
-    import sse_server as S
-
     data, _, _ = compacted_session(isolated)
-    with S.Server(auto=True) as srv:
-        env = dict(os.environ, OPENAI_BASE_URL=srv.url + "/v1", OPENAI_API_KEY="sk-test-0123456789abcdef")
-        f = session_file(isolated, data=data)
-        g = str(tmp_path / "copy.jsonl")
-        with open(g, "wb") as fh:
-            fh.write(data)
-        for path, flags in ((f, ()), (g, ("--context",))):
-            src = ok(log("replay", *flags, path)).stdout
-            out = ok(run(["panto-send", "--quiet", "--compact", "--keep", "1"], input=src, env=env)).stdout
-            ok(log("append", path, input=out))
-        assert len(srv.requests) == 2 and srv.requests[0].body == srv.requests[1].body
+    f, g = complete_and_partial(isolated, tmp_path, data, ["--compact", "--keep", "1"])
     new = [orjson.loads(split_lines(read(p))[-1]) for p in (f, g)]
     assert new[0]["type"] == new[1]["type"] == "compaction"
     assert new[0]["firstKeptId"] == new[1]["firstKeptId"] == "9999aaaa"

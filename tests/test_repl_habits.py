@@ -134,6 +134,16 @@ def test_a_number_at_the_rewind_question_is_a_choice_not_a_prompt(isolated, srv,
     assert sent == ["first prompt", "another"]
 
 
+def tree_then_quit(t):
+    """/tree, then Ctrl-D: what /tree drew, up to the next prompt."""
+    t.line("/tree")
+    t.expect("\r\n")
+    shown = t.expect("\x1b[?2004h")     # up to the next prompt
+    t.expect("> ")                      # drawn by the line editor: Ctrl-D is a key now
+    assert t.quit() == 0
+    return shown
+
+
 def test_tree_draws_branches_with_glyphs(isolated, srv, env):
     srv.push(openai_text("one"), openai_text("two"), openai_text("two again"))
     t = Term(["--no-tools"], dict(env, NO_COLOR="1"), cols=50)
@@ -142,11 +152,7 @@ def test_tree_draws_branches_with_glyphs(isolated, srv, env):
     t.line("/retry")
     t.expect("two again")
     t.expect("> ")
-    t.line("/tree")
-    t.expect("\r\n")
-    shown = t.expect("\x1b[?2004h")     # up to the next prompt
-    t.expect("> ")                      # drawn by the line editor: Ctrl-D is a key now
-    assert t.quit() == 0
+    shown = tree_then_quit(t)
     rows = [r for r in shown.replace("\r", "").split("\n") if r.strip()]
     assert rows == ["● > first prompt", "● ⏺ one", "● > second prompt", "  ├─ ⏺ two", "● └─ ⏺ two again"], rows
     assert "You are panto" not in shown
@@ -159,11 +165,7 @@ def test_tree_rows_fit_the_width(isolated, srv, env):
     t.line("a prompt that is much longer than forty columns, to be cut")
     t.expect("reply")
     t.expect("> ")
-    t.line("/tree")
-    t.expect("\r\n")
-    shown = t.expect("\x1b[?2004h")     # up to the next prompt
-    t.expect("> ")                      # drawn by the line editor: Ctrl-D is a key now
-    assert t.quit() == 0
+    shown = tree_then_quit(t)
     import re
 
     rows = [re.sub(r"\x1b\[[0-9;]*m", "", r) for r in shown.replace("\r", "").split("\n") if r.strip()]

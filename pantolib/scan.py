@@ -1,11 +1,14 @@
-"""The fast byte scanner of session files: what `panto-ls` lists and what
-`panto-ls --grep` finds, read from raw bytes in large chunks.
+"""The fast byte scanners of session files, reading raw bytes in large chunks
+with one set of knobs (CHUNK, FAST_FROM): what `panto-ls` lists, what
+`panto-ls --grep` finds, and the entries `panto-cost` prices
+(`PricedEntries`).
 
 Per-line Python work is what costs on files of many small lines, so a file
 is looked at with a few C-speed passes over its bytes (a regular expression
 with a literal prefix, `bytes.lower`, `bytes.find`) and only the lines that
 matter are parsed: the header, the first user prompt, the last entry, the
-last `sessionInfo`, and the lines a search may match.
+last `sessionInfo`, the lines a search may match, and the lines that may be
+a priced turn.
 
 The byte patterns lean on how panto writes entries (compact JSON, `type`
 first, the message object's `role` first, SPEC §3). Inside a JSON string a
@@ -16,6 +19,7 @@ the counts are the same either way; what a line *is* is decided by
 `stream.classify`.
 """
 import functools
+import io
 import os
 import re
 
@@ -23,7 +27,7 @@ import orjson
 
 from pantolib import stream
 
-CHUNK = 1 << 23
+CHUNK = 1 << 23          # what one read asks for (never much more than a file holds)
 FAST_FROM = 16 << 10     # from this much on, search with the C library's memmem
 PROMPT_MAX = 200
 TAIL_LINES = 64
@@ -546,3 +550,193 @@ def _search(buf, end, needle):
                 return snippet(text, needle)
         i = stop + 1 if stop >= 0 else end
     return None
+
+
+# -- priced entries (panto-cost) ------------------------------------------------
+
+def priced(obj):
+    """Whether a parsed line is a turn to price: an assistant message or a compaction entry.
+
+    The verdict on the line is the stream's (`stream.classify`): a line that
+    is not a valid header, entry or bare entry raises ValueError saying why,
+    whatever it holds.
+    """
+    if stream.classify(obj) == stream.HEADER:
+        return False
+    return stream.is_assistant(obj) or stream.is_compaction(obj)
+
+
+class PricedEntries:
+    """The priced entries of one stream, read without parsing the other lines.
+
+    A line is parsed only when it contains the bytes `"assistant"` or
+    `"compaction"` (`stream.ASSISTANT_MARK`, `stream.COMPACTION_MARK`): the
+    role value of every assistant message and the type of every compaction
+    entry, whatever the key spacing, as long as they are not
+    written with \\u escapes. Inside JSON strings quotes are escaped, so
+    message text rarely matches; a match is judged by the stream's rules
+    (`priced`), and one that is not a turn is dropped. Other lines are not
+    validated (panto-log replay does that). The first non-blank line must be
+    a session header or an entry (a stream without header); its header, if
+    any, is `.header`.
+
+    A matching line that is not valid JSON, or not a valid entry, is not
+    counted and is named in `.notes` (FILE:LINE: why); the lines after it
+    still count. In a file, a last line without its line feed is a torn write
+    and ignored; on a stream (`stream=True`) it counts if it parses. The file
+    is only read; memory stays within a chunk and the longest line.
+
+    `start` resumes a file read before up to that offset (the end of a
+    line; f is positioned there), whose first line was checked then
+    (`started`). After the scan, `covered` is the offset of the end of the
+    last whole line read, `bad` the (line, why) of the lines not counted and
+    `torn` the line number of a torn last line (or None).
+    """
+
+    def __init__(self, f, name, stream=False, chunk=CHUNK, fast=True, start=0, started=False):
+        self.f, self.name, self.stream, self.chunk = f, name, stream, chunk
+        self.header, self.bad, self.torn = None, [], None
+        self._first = not started
+        self._fast = fast
+        self.covered = self._start = start
+
+    @property
+    def notes(self):
+        """FILE:LINE: what is wrong, for each line not counted (and a torn tail)."""
+        out = [f"{self.name}:{n}: {why}; not counted" for n, why in self.bad]
+        if self.torn is not None:
+            out.append(f"{self.name}:{self.torn}: the last line has no line feed (a torn write); ignored")
+        return out
+
+    @property
+    def started(self):
+        """Whether the first non-blank line has been read (and checked)."""
+        return not self._first
+
+    def __iter__(self):
+        read, size = self.f.read, self.chunk
+        try:  # line numbers are only needed for notes: count them then, if the file can seek
+            self._count = not self.f.seekable()
+        except (AttributeError, ValueError, OSError):
+            self._count = True
+        pending, self._before, self._offset = [], 0, self._start
+        left = None
+        if not self._count:   # a file: never ask for much more than is there (a big buffer costs page faults)
+            try:
+                left = os.fstat(self.f.fileno()).st_size - self.f.tell()
+            except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+                left = None
+        while True:
+            if left is None:
+                chunk = read(size)
+            else:
+                chunk = read(min(size, left + 1)) if left >= 0 else b""
+                left -= len(chunk)
+            if chunk:
+                if chunk.rfind(b"\n") < 0:  # a line longer than a chunk: gather it
+                    pending.append(chunk)
+                    continue
+                buf = b"".join(pending) + chunk if pending else chunk
+            else:
+                buf = b"".join(pending)
+                if not buf.strip():
+                    return
+                if not self.stream:
+                    self.torn = self._lineno(buf, 0)
+                    return
+                buf += b"\n"  # a stream's unterminated last line counts if it parses
+            end = buf.rfind(b"\n") + 1
+            yield from self._scan(buf, end)
+            if not chunk:
+                return
+            if self._count:
+                self._before += buf.count(b"\n", 0, end)
+            self._offset += end
+            self.covered = self._offset
+            pending = [buf[end:]] if end < len(buf) else []
+
+    def _lineno(self, buf, pos):
+        """The line number of offset pos in buf (the current window of the stream)."""
+        if self._count:
+            return self._before + buf.count(b"\n", 0, pos) + 1
+        here = self.f.tell()
+        try:
+            self.f.seek(0)
+            n, left = 0, self._offset + pos
+            while left > 0:
+                block = self.f.read(min(left, CHUNK))
+                if not block:
+                    break
+                n += block.count(b"\n")
+                left -= len(block)
+            return n + 1
+        finally:
+            self.f.seek(here)
+
+    def _scan(self, buf, end):
+        loads, find = orjson.loads, buf.find
+        mark = find
+        if self._fast and end >= FAST_FROM and memmem() is not None:
+            mark = searcher(memmem(), buf, end)
+        a_mark, c_mark = stream.ASSISTANT_MARK, stream.COMPACTION_MARK
+        pos = 0
+        if self._first:
+            pos = self._first_line(buf, end)
+            if pos is None:
+                return
+            if pos < 0:  # the first line was a priced entry
+                pos = -pos
+                yield self._first_entry
+        a, c = mark(a_mark, pos, end), mark(c_mark, pos, end)
+        while True:  # the next of either mark; each search runs once per match
+            if a < 0 and c < 0:
+                return
+            i = c if a < 0 or 0 <= c < a else a
+            s = buf.rfind(b"\n", 0, i) + 1
+            e = find(b"\n", i) + 1
+            try:
+                obj = loads(buf[s:e])
+                if priced(obj):
+                    yield obj
+                elif obj["type"] == "session":
+                    self._bad(buf, s, "a session header after the first line")
+            except orjson.JSONDecodeError:
+                self._bad(buf, s, "not valid JSON")
+            except ValueError as why:
+                self._bad(buf, s, str(why))
+            if a >= 0 and a < e:
+                a = mark(a_mark, e, end)
+            if c >= 0 and c < e:
+                c = mark(c_mark, e, end)
+
+    def _first_line(self, buf, end):
+        """Check the first non-blank line; the offset after it (negative: yield it), or None."""
+        pos = 0
+        while pos < end:
+            e = buf.find(b"\n", pos) + 1
+            raw = buf[pos:e]
+            if raw.strip():
+                break
+            pos = e
+        else:
+            return None
+        self._first = False
+        try:
+            obj = orjson.loads(raw)
+            kind = stream.classify(obj)
+        except (orjson.JSONDecodeError, ValueError) as e:
+            why = "not valid JSON" if isinstance(e, orjson.JSONDecodeError) else str(e)
+            from pantolib.errors import SessionError
+
+            raise SessionError(f"not a panto session or stream ({why})", self.name,
+                               self._lineno(buf, pos)) from None
+        if kind == stream.HEADER:
+            self.header = obj
+            return e
+        if priced(obj):
+            self._first_entry = obj
+            return -e
+        return e
+
+    def _bad(self, buf, start, why):
+        self.bad.append((self._lineno(buf, start), why))

@@ -177,8 +177,10 @@ class Files:
                 sums, start = pricing.Tokens.read(old[9]), old[1]
             except ValueError:
                 pass
+        from pantolib.scan import PricedEntries  # what a cached report never needs
+
         f.seek(start)
-        scan = pricing.Scan(f, name, start=start, started=start > 0)
+        scan = PricedEntries(f, name, start=start, started=start > 0)
         tokens = pricing.Tokens(self.prices, sums, self._quarters)
         add = tokens.add
         try:

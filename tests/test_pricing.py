@@ -12,6 +12,7 @@ import pytest
 from conftest import SEED_TOML
 
 from pantolib import models_toml, pricing
+from pantolib import scan as scanner
 from pantolib import prices as rates
 from pantolib.entries import usage_of
 from pantolib.errors import PantoError, SessionError
@@ -298,9 +299,9 @@ def assistant(i, **usage_):
 
 def scan(data, stream=False, chunk=None):
     """Scan data with the C library's memmem and with bytes.find: both must see the same."""
-    s = pricing.Scan(io.BytesIO(data), "F", stream=stream, chunk=chunk or pricing.CHUNK)
+    s = scanner.PricedEntries(io.BytesIO(data), "F", stream=stream, chunk=chunk or scanner.CHUNK)
     ids = [e["id"] for e in s]
-    plain = pricing.Scan(io.BytesIO(data), "F", stream=stream, chunk=chunk or pricing.CHUNK, fast=False)
+    plain = scanner.PricedEntries(io.BytesIO(data), "F", stream=stream, chunk=chunk or scanner.CHUNK, fast=False)
     assert [e["id"] for e in plain] == ids and plain.notes == s.notes and plain.header == s.header
     return s, ids
 
@@ -569,7 +570,7 @@ def test_scan_agrees_with_the_stream_rules_on_hostile_lines(line):
         assert ids == ["00000001"] * 2 and len(s.notes) == 1 and s.notes[0].startswith("F:3: ")
         assert s.notes[0].endswith("; not counted")
     else:
-        assert len(ids) == 2 + pricing.priced(valid) and not s.notes
+        assert len(ids) == 2 + scanner.priced(valid) and not s.notes
 
 
 @pytest.mark.parametrize("line", HOSTILE)
@@ -593,11 +594,11 @@ def test_the_fast_search_is_the_one_used_here():
     import sys
 
     if sys.platform.startswith("linux"):  # glibc and musl have memmem; elsewhere bytes.find serves
-        assert pricing._memmem() is not None
+        assert scanner.memmem() is not None
     good = orjson.dumps(assistant(1)) + b"\n"
-    n = pricing.FAST_FROM // len(good) + 2  # enough text for the fast search
+    n = scanner.FAST_FROM // len(good) + 2  # enough text for the fast search
     data = orjson.dumps(HEADER) + b"\n" + good * n + orjson.dumps(compaction(2)) + b"\n"
-    for chunk in (None, 13, pricing.FAST_FROM + 7):  # marks straddling chunk ends, long lines
+    for chunk in (None, 13, scanner.FAST_FROM + 7):  # marks straddling chunk ends, long lines
         _, ids = scan(data, chunk=chunk)
         assert ids == ["00000001"] * n + ["c0000002"]
 
@@ -734,16 +735,16 @@ def test_the_marks_agree_with_the_full_rule_on_random_lines():
     for raw in lines:
         try:
             obj = orjson.loads(raw)
-            full = type(obj) is dict and obj.get("type") != "session" and pricing.priced(obj)
+            full = type(obj) is dict and obj.get("type") != "session" and scanner.priced(obj)
             bad = False
         except (orjson.JSONDecodeError, ValueError):
             full, bad = False, True
         if type(obj if not bad else None) is dict and obj.get("type") == "session":
             bad = True           # a second header
         data = orjson.dumps(HEADER) + b"\n" + raw + b"\n"
-        s = pricing.Scan(io.BytesIO(data), "F")
+        s = scanner.PricedEntries(io.BytesIO(data), "F")
         ids = list(s)
-        plain = pricing.Scan(io.BytesIO(data), "F", fast=False)
+        plain = scanner.PricedEntries(io.BytesIO(data), "F", fast=False)
         assert list(plain) == ids and plain.notes == s.notes
         marked = stream.may_be_assistant(raw) or stream.COMPACTION_MARK in raw
         if full:

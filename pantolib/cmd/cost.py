@@ -206,9 +206,10 @@ def _count(tally, reader, name, st, by, span):
 
 def _count_stream(tally, f, name, by):
     """Count a stream (stdin): read once, never cached."""
-    from pantolib.pricing import Scan, Tokens
+    from pantolib.pricing import Tokens
+    from pantolib.scan import PricedEntries
 
-    scan = Scan(f, name, stream=True)
+    scan = PricedEntries(f, name, stream=True)
     tokens = Tokens(tally.prices)
     for entry in scan:
         tokens.add(entry)

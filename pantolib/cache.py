@@ -44,27 +44,39 @@ def load(file, version, head=None):
 
 
 def save(file, version, data, head=None):
-    """Write the cache file: 0600 in a 0700 folder, atomically; False if it could not be."""
+    """Write the cache file (its first line the version, a CRC-32 of the rest
+    and `head`); False if it could not be."""
     import zlib
+
+    try:
+        body = orjson.dumps(data)
+    except (TypeError, orjson.JSONEncodeError):
+        return False
+    top = orjson.dumps({"version": version, "crc32": zlib.crc32(body), **(head or {})}) + b"\n"
+    return write_private(file, top, body)
+
+
+def write_private(file, *parts):
+    """Write parts (bytes) as the whole of `file`: 0600 in a 0700 folder whatever
+    the umask, atomically (a temporary file renamed over the old one); False if
+    it could not be. Every cache file is written through here."""
+    from pantolib.files import write_all
 
     directory = os.path.dirname(file)
     tmp = f"{file}.{os.getpid()}.tmp"
     try:
-        body = orjson.dumps(data)
-        top = orjson.dumps({"version": version, "crc32": zlib.crc32(body), **(head or {})}) + b"\n"
         paths.make_dirs(directory)
         os.chmod(directory, 0o700)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             os.fchmod(fd, 0o600)
-            for view in (memoryview(top), memoryview(body)):
-                while view:
-                    view = view[os.write(fd, view):]
+            for part in parts:
+                write_all(fd, part)
         finally:
             os.close(fd)
         os.replace(tmp, file)
         return True
-    except (OSError, TypeError, orjson.JSONEncodeError):
+    except OSError:
         try:
             os.unlink(tmp)
         except OSError:

@@ -19,7 +19,7 @@ ignored and rebuilt: a cache only ever costs or saves time, never a line.
 """
 import os
 
-from pantolib import files, paths
+from pantolib import paths
 
 VERSION = 1
 TAIL = 4096     # bytes before the covered offset whose checksum is kept
@@ -95,7 +95,6 @@ def save(path, fd, r, env=None):
     import orjson
 
     target = cache_path(path, env)
-    tmp = f"{target}.{os.getpid()}.tmp"
     try:
         st = os.fstat(fd)
         data = orjson.dumps({
@@ -103,20 +102,11 @@ def save(path, fd, r, env=None):
             "end": r.end, "lines": r.end_line, "mtime": st.st_mtime_ns if st.st_size == r.end else None,
             "tail": _tail_sum(fd, r.end), "header": r.header_raw.decode("utf-8"),
             "leaf": r.leaf, "nodes": {k: v for k, v in r.ids.items() if v is not None}})
-        directory = os.path.dirname(target)
-        paths.make_dirs(directory)
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.fchmod(out, 0o600)
-            files.write_all(out, data)
-        finally:
-            os.close(out)
-        os.replace(tmp, target)
     except (OSError, ValueError, TypeError, orjson.JSONEncodeError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        return
+    from pantolib import cache
+
+    cache.write_private(target, data)
 
 
 # -- what the next request needs -------------------------------------------------------

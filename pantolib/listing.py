@@ -12,7 +12,6 @@ import os
 import orjson
 
 from pantolib import paths, scan
-from pantolib.files import write_all
 
 CACHE_VERSION = 3
 CACHE_NAME = "ls-cache.json"
@@ -70,28 +69,12 @@ class Lister:
         return None
 
     def save(self):
-        """Write the cache back if it changed: 0600 in a 0700 folder, whatever the umask."""
+        """Write the cache back if it changed (cache.write_private: 0600 in a 0700 folder)."""
         if not (self.changed and self.use):
             return
-        directory = os.path.dirname(self.cache_path)
-        tmp = f"{self.cache_path}.{os.getpid()}.tmp"
-        try:
-            from pantolib.session import make_dirs
+        from pantolib import cache
 
-            make_dirs(directory)
-            os.chmod(directory, 0o700)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-            try:
-                os.fchmod(fd, 0o600)
-                write_all(fd, orjson.dumps({"version": CACHE_VERSION, "files": self.cache}))
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.cache_path)
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass   # a cache that cannot be written only costs speed
+        cache.write_private(self.cache_path, orjson.dumps({"version": CACHE_VERSION, "files": self.cache}))
 
     def _read_ahead(self, directories, needle):
         """{path: jobs.run's answer} for the files the cache does not hold, summarized

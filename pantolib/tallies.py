@@ -33,6 +33,14 @@ _LEN = 11
 _UNKNOWN = False   # `last` not looked for yet
 
 
+def _key(name):
+    """A file's cache key: its absolute path. A path that is already absolute and
+    plain (what --all lists) is its own, without the cost of os.path.abspath."""
+    if name[:1] == "/" and "//" not in name and "/." not in name:
+        return name
+    return os.path.abspath(name)
+
+
 class File:
     """What a report needs of one file: its group, token sums, notes, times."""
 
@@ -80,7 +88,7 @@ class Files:
         errors included, and stores its cache entry as it would have itself."""
         work, sizes, taken = [], [], set()
         for name, st in todo:
-            key = os.path.abspath(name)
+            key = _key(name)
             if key in taken:
                 continue
             taken.add(key)
@@ -124,7 +132,7 @@ class Files:
         in it: created after `until`, or last active before `since` (entries are
         written in time order). The file is opened only when the cache cannot say."""
         ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-        key = os.path.abspath(name)
+        key = _key(name)
         self.seen.add(key)
         ready = self._ready.pop(key, None)
         if ready is not None and ready[0] is st and ready[1] == span and ready[2]:

@@ -134,15 +134,6 @@ class Summary:
         self.match = None     # with a Needle: the first matching snippet
 
 
-def parse(raw):
-    """A line's object, or None if it is not a JSON object."""
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return obj if type(obj) is dict else None
-
-
 def kind(obj):
     """stream.classify without the exception: HEADER, ENTRY, BARE or None."""
     if obj is None:
@@ -211,7 +202,7 @@ def _header(f):
     size = os.fstat(f.fileno()).st_size
     data = f.read(min(size, CHUNK) + 1)
     nl = data.find(b"\n", 0, 1 << 20)
-    obj = parse(data[:nl + 1]) if nl >= 0 else None
+    obj = stream.loads(data[:nl + 1]) if nl >= 0 else None
     if kind(obj) != stream.HEADER:
         raise NotASession("not a panto session" if data else "not a panto session (empty file)")
     if stream.is_partial(obj):
@@ -266,7 +257,7 @@ def _last_in(buf, end):
         if hi <= 0:
             return False, None
         lo = buf.rfind(b"\n", 0, hi) + 1
-        obj = parse(buf[lo:hi])
+        obj = stream.loads(buf[lo:hi])
         k = kind(obj)
         if k == stream.HEADER:
             return True, None
@@ -283,7 +274,7 @@ def _first_prompt(buf, end):
     pattern = b'"message":{"role":"user"'
     while (i := buf.find(pattern, i, end)) >= 0:
         raw, stop = _line_at(buf, i, end)
-        obj = parse(raw)
+        obj = stream.loads(raw)
         if role_of(obj) == "user" and first_text(obj) is not None:
             return first_text(obj)
         i = stop + 1 if stop >= 0 else end
@@ -296,7 +287,7 @@ def _last_name(f):
         i = 0
         while (i := buf.find(_INFO, i, end)) >= 0:
             raw, stop = _line_at(buf, i, end)
-            obj = parse(raw)
+            obj = stream.loads(raw)
             if kind(obj) == stream.ENTRY and obj.get("type") == "sessionInfo" and isinstance(obj.get("name"), str):
                 name = obj["name"]
             i = stop + 1 if stop >= 0 else end
@@ -333,7 +324,7 @@ def _last_timestamp(f):
         lines = tail.split(b"\n")
         complete = lines[1:-1] if pos > 0 else lines[:-1]   # the last piece is torn or empty
         for raw in reversed(complete[-TAIL_LINES:]):
-            obj = parse(raw)
+            obj = stream.loads(raw)
             k = kind(obj)
             if k == stream.HEADER:
                 return None
@@ -350,7 +341,7 @@ def _summarize_lines(f, s):
         for raw in buf[:end].split(b"\n"):
             if not raw.strip():
                 continue
-            obj = parse(raw)
+            obj = stream.loads(raw)
             k = kind(obj)
             if k != stream.ENTRY:
                 continue
@@ -545,7 +536,7 @@ def _search(buf, end, needle):
     i = 0
     while i < end and (i := needle.find(find, i, end)) >= 0:
         raw, stop = _line_at(buf, i, end)
-        for text in searchable(parse(raw)):
+        for text in searchable(stream.loads(raw)):
             if needle.matches(text):
                 return snippet(text, needle)
         i = stop + 1 if stop >= 0 else end

@@ -92,10 +92,15 @@ def build_request(messages, opts):
         body["tools"] = [{"type": "function", "function": {
             "name": t["name"], "description": t.get("description", ""), "parameters": t["parameters"]}}
             for t in opts.tools]
+    return opts.base_url + "/chat/completions", stream_headers(opts), body
+
+
+def stream_headers(opts):
+    """The headers of a streamed request to an OpenAI-style server (both its APIs)."""
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
     if opts.api_key:
         headers["authorization"] = f"Bearer {opts.api_key}"
-    return opts.base_url + "/chat/completions", headers, body
+    return headers
 
 
 def _sent(opts):

@@ -25,6 +25,7 @@ from pantolib.errors import ProviderError, UsageError
 from pantolib.providers import (LEVELS, event_object, normalize, one_line, own_thinking, refusal_note,
                                 refused_fields, valid_arguments)
 from pantolib.providers.openai_chat import DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_VAR  # noqa: F401
+from pantolib.providers.openai_chat import stream_headers
 
 NAME = "openai"
 API = "openai_responses"
@@ -113,10 +114,7 @@ def build_request(messages, opts):
         body["reasoning"] = reasoning_field(opts.reasoning)
     if "prompt_cache_key" in sent:
         body["prompt_cache_key"] = opts.session_id
-    headers = {"content-type": "application/json", "accept": "text/event-stream"}
-    if opts.api_key:
-        headers["authorization"] = f"Bearer {opts.api_key}"
-    return opts.base_url + "/responses", headers, body
+    return opts.base_url + "/responses", stream_headers(opts), body
 
 
 def _sent(opts):

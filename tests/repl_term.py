@@ -60,6 +60,13 @@ class Term:
     def line(self, text):
         self.send(text + "\r")
 
+    def turn(self, prompt, *shown):
+        """Enter a prompt, see each of `shown` in order, then the next prompt."""
+        self.line(prompt)
+        for text in shown:
+            self.expect(text)
+        self.expect("> ")
+
     def quit(self, timeout=20):
         self.send(b"\x04")
         return self.finish(timeout)

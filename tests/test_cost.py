@@ -628,7 +628,7 @@ def test_closed_pipe_is_quiet(prices):
     b = Builder()
     for i in range(2000):
         b.assistant(model=("p", f"model-{i}"), input=1)
-    proc = subprocess.run(f"panto-cost | head -c 10 >/dev/null", shell=True, input=b.bytes(),
+    proc = subprocess.run("panto-cost | head -c 10 >/dev/null", shell=True, input=b.bytes(),
                           capture_output=True)
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr
 

@@ -111,9 +111,7 @@ def test_the_repl_names_the_files_and_a_resumed_session_keeps_its_own(project, s
     banner = t.expect("> ")
     assert "instructions: ~/.config/panto/AGENTS.md" in banner and "AGENTS.md" in banner
     assert str(project["repo"] / "pkg" / "CLAUDE.md") in banner
-    t.line("hello")
-    t.expect("first reply")
-    t.expect("> ")
+    t.turn("hello", "first reply")
     assert t.quit() == 0
     sent = srv.requests[0].body["messages"][0]["content"]
     assert "Run tests with make test." in sent
@@ -121,9 +119,7 @@ def test_the_repl_names_the_files_and_a_resumed_session_keeps_its_own(project, s
     t = Term(["-c", "--no-tools"], env)
     banner = t.expect("> ")
     assert "instructions:" not in banner          # its own, as recorded
-    t.line("again")
-    t.expect("second reply")
-    t.expect("> ")
+    t.turn("again", "second reply")
     assert t.quit() == 0
     assert srv.requests[1].body["messages"][0]["content"] == sent
     [path] = session_files(project["sub"])
@@ -135,8 +131,6 @@ def test_the_repl_with_no_context_files(project, srv, env):
     t = Term(["--no-tools", "--no-context-files"], env)
     banner = t.expect("> ")
     assert "instructions:" not in banner
-    t.line("hello")
-    t.expect("plain")
-    t.expect("> ")
+    t.turn("hello", "plain")
     assert t.quit() == 0
     assert "Instructions from" not in srv.requests[0].body["messages"][0]["content"]

@@ -131,9 +131,7 @@ def sweep(rounds, seed=1, verbose=False, tmp=None, phases=("before", "stream", "
                                      back=[])
             t = Term([] if phase == "ask" else ["--yes"], env, cwd=work)
             t.expect("> ")
-            t.line("warm round 0")
-            t.expect("reply to warm 0")
-            t.expect("> ")
+            t.turn("warm round 0", "reply to warm 0")
             for k in range(1, rounds + 1):
                 text = f"{phase} round {k}"
                 before = len(srv.requests)
@@ -236,9 +234,7 @@ def test_retry_after_a_cancel_sends_the_cancelled_prompt_once(tmp_path, srv):
     env, work = environment(str(tmp_path), srv)
     t = Term(["--yes"], env, cwd=work)
     t.expect("> ")
-    t.line("first round 1")
-    t.expect("reply to first 1")
-    t.expect("> ")
+    t.turn("first round 1", "reply to first 1")
     t.line("before round 2")
     t.expect("before round 2")
     t.send(b"\x03")                         # at once: before its request, or while it waits

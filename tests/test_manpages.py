@@ -141,11 +141,10 @@ def test_pages_mention_fzf():
 
 def test_wheel_ships_the_man_pages(tmp_path):
     try:
-        import setuptools  # noqa: F401
+        import setuptools
     except ImportError:
         pytest.skip("setuptools is not installed")
     if importlib.util.find_spec("wheel") is None:
-        import setuptools
         if tuple(int(x) for x in setuptools.__version__.split(".")[:2]) < (70, 1):
             pytest.skip("building a wheel needs the 'wheel' package with this setuptools")
     src = tmp_path / "src"

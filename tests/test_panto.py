@@ -31,9 +31,7 @@ def test_two_turns_with_a_tool_call_and_confirmation(isolated, srv, env):
     t.send("y")   # one key, no Enter
     t.expect("There is notes.txt.")
     t.expect("> ")
-    t.line("thanks")
-    t.expect("You are welcome.")
-    t.expect("> ")
+    t.turn("thanks", "You are welcome.")
     assert t.quit() == 0
     assert KEY not in t.screen
     [path] = session_files(isolated)
@@ -74,9 +72,7 @@ def test_ctrl_c_during_a_streamed_reply_keeps_the_session(isolated, srv, env):
              openai_text("Back again."))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("one")
-    t.expect("First answer.")
-    t.expect("> ")
+    t.turn("one", "First answer.")
     t.line("two, slowly")
     t.expect("drip drip drip")
     t.send(b"\x03")
@@ -89,9 +85,7 @@ def test_ctrl_c_during_a_streamed_reply_keeps_the_session(isolated, srv, env):
     assert entries[-2]["message"]["content"][-1]["text"] == "two, slowly"
     assert entries[-1]["message"]["stopReason"] == "aborted"
     # the session goes on from there
-    t.line("three")
-    t.expect("Back again.")
-    t.expect("> ")
+    t.turn("three", "Back again.")
     assert t.quit() == 0
     entries = read_entries(path)
     assert roles(entries) == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
@@ -127,9 +121,7 @@ def test_resume_last_and_by_id(isolated, srv, env):
     t.expect("the second question")
     t.expect("the second answer")
     t.expect("> ")
-    t.line("go on")
-    t.expect("continued")
-    t.expect("> ")
+    t.turn("go on", "continued")
     assert t.quit() == 0
     msgs = srv.requests[-1].body["messages"]
     assert [m["content"] for m in msgs if m["role"] == "user"] == ["the second question", "go on"]
@@ -178,15 +170,9 @@ def test_model_switch_to_another_provider(isolated, srv, env):
     srv.push(openai_text("from openai"), anthropic_text("from anthropic"))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("hello")
-    t.expect("from openai")
-    t.expect("> ")
-    t.line("/model anthropic claude-test")
-    t.expect("model: anthropic: claude-test")
-    t.expect("> ")
-    t.line("and now?")
-    t.expect("from anthropic")
-    t.expect("> ")
+    t.turn("hello", "from openai")
+    t.turn("/model anthropic claude-test", "model: anthropic: claude-test")
+    t.turn("and now?", "from anthropic")
     assert t.quit() == 0
     assert [r.path for r in srv.requests] == ["/v1/chat/completions", "/v1/messages"]
     assert srv.requests[1].body["model"] == "claude-test"
@@ -209,12 +195,8 @@ def test_cost_of_the_session(isolated, srv, env):
     t.expect("> ")
     t.line("/cost")
     t.expect("nothing spent yet")
-    t.line("hi")
-    t.expect("priced")
-    t.expect("> ")
-    t.line("/cost")
-    t.expect("$0.0035")
-    t.expect("> ")
+    t.turn("hi", "priced")
+    t.turn("/cost", "$0.0035")
     assert t.quit() == 0
 
 
@@ -222,9 +204,7 @@ def test_max_steps_stops_the_agent_loop(isolated, srv, env):
     srv.push(openai_tools([("call_1", "read", '{"path": "a"}')]), openai_tools([("call_2", "read", '{"path": "b"}')]))
     t = Term(["--max-steps=2"], env)
     t.expect("> ")
-    t.line("loop")
-    t.expect("stopped after 2 steps")
-    t.expect("> ")
+    t.turn("loop", "stopped after 2 steps")
     assert t.quit() == 0
     assert len(srv.requests) == 2
 

@@ -274,7 +274,7 @@ def test_a_command_sees_no_rules_file_and_no_channel(isolated, tmp_path):
     r, w0 = os.pipe()
     w = fcntl.fcntl(w0, fcntl.F_DUPFD, 50)
     os.close(w0)
-    data = stream_with(("bash", {"command": f"echo [$PANTO_ALLOW_FILE]; ls /proc/self/fd"}))
+    data = stream_with(("bash", {"command": "echo [$PANTO_ALLOW_FILE]; ls /proc/self/fd"}))
     env = dict(os.environ, PANTO_ALLOW_FILE=str(extra))
     p = subprocess.run([shutil.which("panto-tool"), "--yes", f"--granted-fd={w}"], input=data, capture_output=True,
                        env=env, timeout=60, pass_fds=(w,))
@@ -332,16 +332,12 @@ def test_always_in_the_repl_lasts_the_run_and_nothing_else(isolated, srv, env, t
     assert re.search(rf"bash:cp +PANTO_ALLOW_FILE {re.escape(str(extra))}:1", listing), listing
     assert "touch" not in listing and "write" not in listing
     t.expect("> ")
-    t.line("/allowed clear")
-    t.expect("this run's rules cleared (1)")
-    t.expect("> ")
+    t.turn("/allowed clear", "this run's rules cleared (1)")
     t.line("/allowed")
     listing = t.expect("PANTO_ALLOW_FILE")
     t.expect("> ")
     assert "git status" not in listing and "bash:make test" in listing
-    t.line("again")
-    t.expect("Second.")
-    t.expect("> ")
+    t.turn("again", "Second.")
     t.line("and now")
     t.expect("[a]lways for 'git status' in this run")     # cleared: asked again
     t.send("n")
@@ -390,6 +386,7 @@ def test_a_cut_edit_diff_and_a_long_line_offer_the_whole_diff(isolated):
     t.expect(b"[v]iew all (1 long line cut)")
     t.send(b"v")
     t.expect(b"CUT-OFF")
+    t.expect(b"[v]iew all (1 long line cut)", 2)      # asked again: a key sent before is flushed
     t.send(b"n")
     t.expect(b"allow write?", 3)
     t.send(b"n")

@@ -30,9 +30,7 @@ def test_continue_resumes_the_last_active_session(isolated, srv, env, flag):
     t = Term([flag], env)
     t.expect(f"resumed session {last} (3 entries)")
     t.expect("> ")
-    t.line("go on")
-    t.expect("continued")
-    t.expect("> ")
+    t.turn("go on", "continued")
     assert t.quit() == 0
     sent = [m["content"] for m in srv.requests[-1].body["messages"] if m["role"] == "user"]
     assert sent == ["the last question", "go on"]
@@ -100,9 +98,7 @@ def test_tab_completes_slash_commands(isolated, srv, env):
 
 def two_prompts(t):
     for prompt, answer in (("first prompt", "one"), ("second prompt", "two")):
-        t.line(prompt)
-        t.expect(answer)
-        t.expect("> ")
+        t.turn(prompt, answer)
 
 
 def test_a_number_at_the_rewind_question_is_a_choice_not_a_prompt(isolated, srv, env):
@@ -115,19 +111,13 @@ def test_a_number_at_the_rewind_question_is_a_choice_not_a_prompt(isolated, srv,
     t.expect("second prompt")
     t.expect("\r\n")
     t.expect("rewind to (number, Enter to cancel): ")   # on a line of its own
-    t.line("2")
-    t.expect("taken back: second prompt")
-    t.expect("> ")
+    t.turn("2", "taken back: second prompt")
     assert len(srv.requests) == 2                       # the "2" went nowhere
     t.send("\x15")
-    t.line("another")
-    t.expect("instead")
-    t.expect("> ")
+    t.turn("another", "instead")
     t.line("/rewind")
     t.expect("rewind to (number, Enter to cancel): ")
-    t.line("seven")
-    t.expect("not a number from 1 to 2: nothing taken back")
-    t.expect("> ")
+    t.turn("seven", "not a number from 1 to 2: nothing taken back")
     assert t.quit() == 0
     assert len(srv.requests) == 3
     sent = [m["content"] for m in srv.requests[-1].body["messages"] if m["role"] == "user"]
@@ -149,9 +139,7 @@ def test_tree_draws_branches_with_glyphs(isolated, srv, env):
     t = Term(["--no-tools"], dict(env, NO_COLOR="1"), cols=50)
     t.expect("> ")
     two_prompts(t)
-    t.line("/retry")
-    t.expect("two again")
-    t.expect("> ")
+    t.turn("/retry", "two again")
     shown = tree_then_quit(t)
     rows = [r for r in shown.replace("\r", "").split("\n") if r.strip()]
     assert rows == ["● > first prompt", "● ⏺ one", "● > second prompt", "  ├─ ⏺ two", "● └─ ⏺ two again"], rows
@@ -162,9 +150,7 @@ def test_tree_rows_fit_the_width(isolated, srv, env):
     srv.push(openai_text("a reply " * 30))
     t = Term(["--no-tools"], env, cols=40)
     t.expect("> ")
-    t.line("a prompt that is much longer than forty columns, to be cut")
-    t.expect("reply")
-    t.expect("> ")
+    t.turn("a prompt that is much longer than forty columns, to be cut", "reply")
     shown = tree_then_quit(t)
     import re
 
@@ -176,15 +162,9 @@ def test_fork_keeps_the_title(isolated, srv, env):
     srv.push(openai_text("before the fork"))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("first")
-    t.expect("before the fork")
-    t.expect("> ")
-    t.line("/name the refactor")
-    t.expect("named: the refactor")
-    t.expect("> ")
-    t.line("/fork")
-    t.expect("forked: now in session ")
-    t.expect("> ")
+    t.turn("first", "before the fork")
+    t.turn("/name the refactor", "named: the refactor")
+    t.turn("/fork", "forked: now in session ")
     assert t.quit() == 0
     files = session_files(isolated)
     assert len(files) == 2
@@ -218,17 +198,13 @@ def test_rewind_lists_the_prompts_a_compaction_summarized(isolated, srv, env):
     srv.push(openai_text("after"))
     t = Term(["--no-tools", "--resume", SID], env)
     t.expect("> ")
-    t.line("the new prompt")
-    t.expect("after")
-    t.expect("> ")
+    t.turn("the new prompt", "after")
     assert "the early prompt" not in json.dumps(srv.requests[-1].body)   # the turn's stream was partial
     t.line("/rewind")
     t.expect("the early prompt")
     t.expect("the kept prompt")
     t.expect("the new prompt")
     t.expect("rewind to (number, Enter to cancel): ")
-    t.line("1")
-    t.expect("taken back: the early prompt")
-    t.expect("> ")
+    t.turn("1", "taken back: the early prompt")
     t.send("\x15")                                      # the prompt put back: cleared
     assert t.quit() == 0

@@ -107,9 +107,7 @@ def test_a_reply_paragraph_taller_than_the_screen_is_drawn_once(isolated, srv, e
     srv.push(openai_text(TALL + "\n\nThe end.", pieces=cut + ["\n\nThe end."]))
     t = Term(["--no-tools"], env, cols=60, rows=12)
     t.expect("> ")
-    t.line("a long answer please")
-    t.expect("The end.")
-    t.expect("> ")
+    t.turn("a long answer please", "The end.")
     assert t.quit() == 0
     vt = t.vt()
     assert vt.clamped == 0                          # never up past the top of the screen
@@ -151,9 +149,7 @@ def test_wrapping_tables_and_no_color_thinking_on_the_screen(isolated, srv, env)
     srv.push(anthropic_stream(events))
     t = Term(["--no-tools", "-p", "anthropic", "-m", "claude-test"], dict(env, NO_COLOR="1"), cols=40, rows=30)
     t.expect("> ")
-    t.line("explain")
-    t.expect("Done.")
-    t.expect("> ")
+    t.turn("explain", "Done.")
     assert t.quit() == 0
     rows = t.vt().text()
     i = next(k for k, r in enumerate(rows) if r.startswith("thinking: weighing"))
@@ -170,9 +166,7 @@ def test_markdown_tables_in_colour(isolated, srv, env):
     srv.push(openai_text("| a | b |\n|---|---|\n| one | two |\n\nafter"))
     t = Term(["--no-tools"], env, cols=60, rows=20)
     t.expect("> ")
-    t.line("table")
-    t.expect("after")
-    t.expect("> ")
+    t.turn("table", "after")
     assert t.quit() == 0
     rows = t.vt().text()
     assert "a   │ b" in rows and "one │ two" in rows and "| one | two |" not in rows
@@ -182,9 +176,7 @@ def test_compact_with_nothing_to_compact_says_so_without_a_usage_line(isolated, 
     srv.push(openai_text("First answer.", usage=usage(100, 10)))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("hello")
-    t.expect("First answer.")
-    t.expect("> ")
+    t.turn("hello", "First answer.")
     t.line("/compact")
     said = t.expect("nothing to compact yet")
     said += t.expect("> ")
@@ -216,10 +208,7 @@ def test_the_spinner_is_erased_before_a_note(isolated, srv, env):
     srv.push(error_reply(429, "slow down", headers={"retry-after": "1"}), openai_text("After the retry."))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("busy server")
-    t.expect("retrying")
-    t.expect("After the retry.")
-    t.expect("> ")
+    t.turn("busy server", "retrying", "After the retry.")
     assert t.quit() == 0
     rows = [r for r in t.vt().text() if "retrying" in r]
     assert rows and not any(f in r for r in rows for f in FRAMES), rows

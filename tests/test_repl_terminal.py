@@ -62,9 +62,7 @@ def test_a_trailing_backslash_continues_the_prompt(isolated, srv, env):
     t.expect("> ")
     t.line("first line \\")
     t.expect("  ")
-    t.line("second line")
-    t.expect("two lines seen")
-    t.expect("> ")
+    t.turn("second line", "two lines seen")
     assert t.quit() == 0
     assert len(srv.requests) == 1
     assert srv.requests[0].body["messages"][-1]["content"] == "first line \nsecond line"
@@ -130,10 +128,7 @@ def test_a_tool_run_shows_a_spinner(isolated, srv, env):
              openai_text("It finished."))
     t = Term(["--yes"], env)
     t.expect("> ")
-    t.line("run it")
-    t.expect("running ")
-    t.expect("It finished.")
-    t.expect("> ")
+    t.turn("run it", "running ", "It finished.")
     assert t.quit() == 0
 
 
@@ -144,9 +139,7 @@ def test_markdown_is_rendered_on_a_terminal(isolated, srv, env):
     srv.push(openai_text(MARKDOWN))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("show markdown")
-    t.expect("end")
-    t.expect("> ")
+    t.turn("show markdown", "end")
     assert t.quit() == 0
     screen = t.screen
     assert "│ a quote" in screen and "• an item" in screen
@@ -177,9 +170,7 @@ def test_thinking_is_dimmed_apart_from_the_text(isolated, srv, env):
     srv.push(anthropic_stream(events))
     t = Term(["--no-tools", "-p", "anthropic", "-m", "claude-test"], env)
     t.expect("> ")
-    t.line("think")
-    t.expect("The answer.")
-    t.expect("> ")
+    t.turn("think", "The answer.")
     assert t.quit() == 0
     assert "\x1b[2mpondering deeply" in t.screen
 
@@ -195,9 +186,7 @@ def test_escape_sequences_from_the_model_are_shown_not_run(isolated, srv, env):
     srv.push(openai_text("evil \x1b]52;c;aGk=\x07 and \x1b[2J done"))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("hi")
-    t.expect("done")
-    t.expect("> ")
+    t.turn("hi", "done")
     assert t.quit() == 0
     assert "\x1b]52" not in t.screen and "\x1b[2J" not in t.screen and "^[]52" in t.screen
 
@@ -217,16 +206,11 @@ def test_ctrl_c_at_any_moment_of_a_turn_never_prints_a_traceback(isolated, srv, 
         while time.monotonic() < deadline:
             t._read(0.005)
         t.send(b"\x03")
-        t.line("/session")
-        t.expect("/session")
-        t.expect("\n")
-        t.expect("> ")
+        t.turn("/session", "/session", "\n")
     # The "> " just seen may be the prompt redrawn with the typed-ahead /session:
     # wait for the answer of a command typed after it, so that Ctrl-D reaches
     # the editor (typed while a command runs in cooked mode, the tty drops it).
-    t.line("/model")
-    t.expect("model: ")
-    t.expect("> ")
+    t.turn("/model", "model: ")
     assert t.quit() == 0
     assert "Traceback" not in t.screen, t.screen
     assert "refusing" not in t.screen, t.screen
@@ -248,9 +232,7 @@ def test_ctrl_c_keeps_the_partial_reply_on_screen_and_in_the_session(isolated, s
              openai_text("partial " * 200, pieces=["partial "] * 200, delay=0.05))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("short one")
-    t.expect("first")
-    t.expect("> ")
+    t.turn("short one", "first")
     t.line("long one")
     t.expect("partial partial partial")
     t.send(b"\x03")
@@ -279,9 +261,7 @@ def test_second_ctrl_c_at_an_empty_prompt_says_how_to_quit(env):
 def test_model_alone_names_the_model_in_use(env, srv):
     t = Term([], env)
     t.expect("> ")
-    t.line("/model")
-    t.expect(f"model: openai: gpt-4o @ {srv.url}/v1")
-    t.expect("> ")
+    t.turn("/model", f"model: openai: gpt-4o @ {srv.url}/v1")
     assert t.quit() == 0
     assert "(default)" not in t.screen
 
@@ -291,18 +271,10 @@ def test_retry_after_a_failed_turn_sends_the_prompt_once(isolated, srv, env):
              error_reply(400, "refused again"), openai_text("after up and enter"))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("hello")
-    t.expect("first")
-    t.expect("> ")
-    t.line("second question")
-    t.expect("temporarily refused")
-    t.expect("> ")
-    t.line("/retry")
-    t.expect("after the retry")
-    t.expect("> ")
-    t.line("third question")
-    t.expect("refused again")
-    t.expect("> ")
+    t.turn("hello", "first")
+    t.turn("second question", "temporarily refused")
+    t.turn("/retry", "after the retry")
+    t.turn("third question", "refused again")
     t.send("\x1b[A")           # Up: the failed prompt back, then Enter
     t.expect("third question")
     t.send("\r")
@@ -321,12 +293,8 @@ def test_retry_of_a_failed_first_prompt(isolated, srv, env):
     srv.push(error_reply(400, "no such luck"), openai_text("second time lucky"))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("only question")
-    t.expect("no such luck")
-    t.expect("> ")
-    t.line("/retry")
-    t.expect("second time lucky")
-    t.expect("> ")
+    t.turn("only question", "no such luck")
+    t.turn("/retry", "second time lucky")
     assert t.quit() == 0
     [path] = session_files(isolated)
     assert user_texts(read_entries(path)) == ["only question"]
@@ -337,12 +305,8 @@ def test_retry_after_a_reply_makes_a_sibling(isolated, srv, env):
     srv.push(openai_text("answer one"), openai_text("answer two"))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("the question")
-    t.expect("answer one")
-    t.expect("> ")
-    t.line("/retry")
-    t.expect("answer two")
-    t.expect("> ")
+    t.turn("the question", "answer one")
+    t.turn("/retry", "answer two")
     assert t.quit() == 0
     [path] = session_files(isolated)
     entries = read_entries(path)
@@ -358,12 +322,8 @@ def test_rewind_branches_from_before_the_chosen_prompt(isolated, srv, env):
     srv.push(openai_text("one"), openai_text("two"), openai_text("instead"))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("first prompt")
-    t.expect("one")
-    t.expect("> ")
-    t.line("second prompt")
-    t.expect("two")
-    t.expect("> ")
+    t.turn("first prompt", "one")
+    t.turn("second prompt", "two")
     t.line("/rewind")
     t.expect("2  ")
     t.expect("second prompt")
@@ -371,13 +331,9 @@ def test_rewind_branches_from_before_the_chosen_prompt(isolated, srv, env):
     t.send("\r")
     t.expect("nothing taken back")
     t.expect("> ")
-    t.line("/rewind 2")
-    t.expect("taken back")
-    t.expect("> ")
+    t.turn("/rewind 2", "taken back")
     t.send("\x15")          # Ctrl-U: away with the prompt put back
-    t.line("another second prompt")
-    t.expect("instead")
-    t.expect("> ")
+    t.turn("another second prompt", "instead")
     assert t.quit() == 0
     [path] = session_files(isolated)
     entries = read_entries(path)
@@ -394,15 +350,9 @@ def test_fork_goes_on_in_a_new_session_file(isolated, srv, env):
     srv.push(openai_text("before the fork"), openai_text("after the fork"))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("first")
-    t.expect("before the fork")
-    t.expect("> ")
-    t.line("/fork")
-    t.expect("forked: now in session ")
-    t.expect("> ")
-    t.line("second")
-    t.expect("after the fork")
-    t.expect("> ")
+    t.turn("first", "before the fork")
+    t.turn("/fork", "forked: now in session ")
+    t.turn("second", "after the fork")
     assert t.quit() == 0
     files = session_files(isolated)
     assert len(files) == 2
@@ -423,12 +373,8 @@ def test_allowed_lists_the_rules_and_keeps_none_in_a_file(isolated, srv, env):
     cfg = isolated.parent / "home" / ".config" / "panto"
     t = Term([], env)
     t.expect("> ")
-    t.line("/allowed")
-    t.expect(f"no rules: every bash, write and edit call asks (rules that last go in {cfg / 'allow'})")
-    t.expect("> ")
-    t.line("/allowed clear")
-    t.expect("no rules of this run to clear")
-    t.expect("> ")
+    t.turn("/allowed", f"no rules: every bash, write and edit call asks (rules that last go in {cfg / 'allow'})")
+    t.turn("/allowed clear", "no rules of this run to clear")
     assert "PANTO_ALLOW_FILE" not in open(f"/proc/{t.p.pid}/environ", "rb").read().decode("utf-8", "replace")
     assert t.quit() == 0
     assert os.listdir(env["TMPDIR"]) == []     # no allowance file, ever
@@ -462,14 +408,9 @@ def test_compact_command_writes_a_compaction(isolated, srv, env):
     t = Term(["--no-tools"], env)
     t.expect("> ")
     for p, a in (("p1", "one"), ("p2", "two"), ("p3", "three")):
-        t.line(p)
-        t.expect(a)
-        t.expect("> ")
-    t.line("/compact keep the names")
-    t.expect("> ")
-    t.line("p4")
-    t.expect("after compaction")
-    t.expect("> ")
+        t.turn(p, a)
+    t.turn("/compact keep the names")
+    t.turn("p4", "after compaction")
     assert t.quit() == 0
     [path] = session_files(isolated)
     [c] = compactions(read_entries(path))
@@ -486,16 +427,9 @@ def test_a_context_full_reply_compacts_and_sends_again_once(isolated, srv, env):
     srv.push(openai_text("one"), openai_text("two"), full, openai_text("Summary."), openai_text("fits now"))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("p1")
-    t.expect("one")
-    t.expect("> ")
-    t.line("p2")
-    t.expect("two")
-    t.expect("> ")
-    t.line("p3")
-    t.expect("compacting")
-    t.expect("fits now")
-    t.expect("> ")
+    t.turn("p1", "one")
+    t.turn("p2", "two")
+    t.turn("p3", "compacting", "fits now")
     assert t.quit() == 0
     assert len(srv.requests) == 5
     [path] = session_files(isolated)
@@ -511,18 +445,9 @@ def test_over_85_percent_of_the_context_compacts_before_the_next_request(isolate
              openai_text("Summary."), openai_text("three", usage=usage(200, 5)))
     t = Term(["--no-tools"], env)
     t.expect("> ")
-    t.line("p1")
-    t.expect("one")
-    t.expect("10% of the context")
-    t.expect("> ")
-    t.line("p2")
-    t.expect("two")
-    t.expect("90% of the context")
-    t.expect("> ")
-    t.line("p3")
-    t.expect("compacting first")
-    t.expect("three")
-    t.expect("> ")
+    t.turn("p1", "one", "10% of the context")
+    t.turn("p2", "two", "90% of the context")
+    t.turn("p3", "compacting first", "three")
     assert t.quit() == 0
     assert len(srv.requests) == 4
     [path] = session_files(isolated)
@@ -571,9 +496,7 @@ def test_ctrl_c_while_a_tool_runs_stops_it_and_keeps_the_session(isolated, srv, 
     t.expect("[cancelled]")
     t.expect("> ")
     assert time.monotonic() - started < 10
-    t.line("go on")
-    t.expect("after the interruption")
-    t.expect("> ")
+    t.turn("go on", "after the interruption")
     assert t.quit() == 0
     assert "Traceback" not in t.screen and not (isolated / "late").exists()
     [path] = session_files(isolated)
@@ -628,13 +551,8 @@ def test_a_context_full_stop_compacts_and_asks_again(isolated, srv, env):
     t = Term(["--no-tools", "-p", "anthropic", "-m", "claude-test"], env)
     t.expect("> ")
     for p, a in (("p1", "one"), ("p2", "two")):
-        t.line(p)
-        t.expect(a)
-        t.expect("> ")
-    t.line("p3")
-    t.expect("compacting")
-    t.expect("now it fits")
-    t.expect("> ")
+        t.turn(p, a)
+    t.turn("p3", "compacting", "now it fits")
     assert t.quit() == 0
     assert len(srv.requests) == 5
     [path] = session_files(isolated)

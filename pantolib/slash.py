@@ -10,6 +10,7 @@ from pantolib.terminal import BOLD, DIM, RED
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
 from pantolib.providers import NAMES as PROVIDERS
+from pantolib.screen import plural
 
 HELP = """\
 commands:
@@ -41,10 +42,6 @@ def names():
     return sorted(set(re.findall(r"^  (/[a-z]+)", HELP, re.M)))
 
 
-def plural(n, word, many=None):
-    return f"{n:,} {word if n == 1 else (many or word + 's')}"
-
-
 def settings(provider=None, model=None, session=None, env=None, api=None):
     """(provider, model, base URL shown) as panto-send will choose them: option,
     then the session's active model, then the environment."""
@@ -59,19 +56,20 @@ def settings(provider=None, model=None, session=None, env=None, api=None):
 class Commands:
     """The /commands of a Repl, which is handed in and used for:
 
-    - showing: say, out, tty, echo, editor (the prompt's LineEditor, or None);
-      keys_held, hold_keys and release_keys around $EDITOR;
+    - showing: screen (screen.Screen: say, the prompt and its questions,
+      the keys held, released around $EDITOR);
     - the settings it changes or shows: provider, model, env, api_for, fill,
       yes, rules (this run's permission rules);
     - where the conversation stands, which it moves: path, session, branch,
-      prefill, last_prompt, last_prompt_entry;
+      last_prompt, last_prompt_entry;
     - running a turn: turn, agent, request, step, source_cmd, send_cmd,
       sink_cmd, report.
     """
 
     def __init__(self, repl):
         self.repl = repl
-        self.say = repl.say
+        self.screen = repl.screen
+        self.say = repl.screen.say
 
     def run(self, line):
         """A /command: False to quit."""
@@ -102,8 +100,8 @@ class Commands:
             self.say(self.repl.path or "no session file yet (it is created by the first reply)")
         elif name == "/edit":
             text = self.edit_prompt(rest)
-            if text and self.repl.editor is not None:
-                self.repl.prefill = text     # back at the prompt for a last look: Enter sends it
+            if text and self.screen.editor is not None:
+                self.screen.prefill = text     # back at the prompt for a last look: Enter sends it
             elif text:
                 lines = text.split("\n")
                 more = f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
@@ -144,8 +142,8 @@ class Commands:
         pipe = Pipeline([Cmd(argv)])
         statuses, data = pipe.run()
         if data:
-            self.repl.out.write(terminal.visible(data.decode("utf-8", "replace")))
-            self.repl.out.flush()
+            self.screen.out.write(terminal.visible(data.decode("utf-8", "replace")))
+            self.screen.out.flush()
         return statuses == [cli.OK]
 
     def retry(self):
@@ -205,7 +203,7 @@ class Commands:
             for i, (e, text) in enumerate(found, 1):
                 first = terminal.visible_line(text.strip().split("\n")[0])[:100]
                 self.say(f"{i:3}  {e['id'][:8]}  {first}")
-            arg = self.ask_line("rewind to (number, Enter to cancel): ").strip()
+            arg = self.screen.ask_line("rewind to (number, Enter to cancel): ").strip()
             if not arg:
                 self.say("nothing taken back", DIM)
                 return
@@ -229,7 +227,7 @@ class Commands:
             self.say("that prompt has nothing before it to continue from", RED)
             return
         self.repl.branch = parent
-        self.repl.prefill = text
+        self.screen.prefill = text
         self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
         self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
 
@@ -354,8 +352,8 @@ class Commands:
                 f.write(initial)
             # Ctrl-C belongs to the editor while it runs, not to panto
             old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            held = self.repl.keys_held
-            self.repl.release_keys()     # the editor gets the terminal as the person left it
+            held = self.screen.keys_held
+            self.screen.release_keys()     # the editor gets the terminal as the person left it
             try:
                 status = subprocess.call(shlex.split(editor) + [name],
                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -365,7 +363,7 @@ class Commands:
             finally:
                 signal.signal(signal.SIGINT, old)
                 if held:
-                    self.repl.hold_keys()
+                    self.screen.hold_keys()
             if status != 0:
                 self.say(f"the editor exited with status {status}: nothing sent", RED)
                 return None
@@ -382,24 +380,7 @@ class Commands:
             return None
         return text
 
-    # -- questions and the tree --------------------------------------------------------
-    def ask_line(self, question):
-        """A line typed in answer to a question on its own line ("" for Enter, Ctrl-C or Ctrl-D)."""
-        import sys
-
-        if self.repl.editor is not None:
-            self.repl.out.flush()
-            try:
-                return self.repl.editor.read(question, history=False)
-            except (terminal.Edit, KeyboardInterrupt):
-                return ""
-        self.repl.out.write(question)
-        line = sys.stdin.readline()
-        if self.repl.echo:
-            self.repl.out.write(line if line.endswith("\n") else line + "\n")
-        self.repl.out.flush()
-        return line.rstrip("\n")
-
+    # -- the tree --------------------------------------------------------------------
     def tree(self):
         """The session file's prompts and replies as a tree (tree_rows)."""
         statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.repl.path))]).run()
@@ -413,7 +394,7 @@ class Commands:
         leaf = self.repl.branch or (self.repl.session.leaf if self.repl.session is not None else None)
         if leaf not in session.by_id:
             leaf = session.leaf
-        cols = terminal.size(self.repl.out.fileno())[0] if self.repl.tty else 80
+        cols = self.screen.columns()
         rows = tree_rows(session, leaf, cols)
         if not rows:
             self.say("no prompts yet")

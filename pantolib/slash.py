@@ -6,11 +6,12 @@ import signal
 import subprocess
 
 from pantolib import cli, paths, terminal
-from pantolib.terminal import BOLD, DIM, RED
+from pantolib.agent import last_prompt_entry
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
 from pantolib.providers import NAMES as PROVIDERS
 from pantolib.screen import plural
+from pantolib.terminal import BOLD, DIM, RED
 
 HELP = """\
 commands:
@@ -42,34 +43,18 @@ def names():
     return sorted(set(re.findall(r"^  (/[a-z]+)", HELP, re.M)))
 
 
-def settings(provider=None, model=None, session=None, env=None, api=None):
-    """(provider, model, base URL shown) as panto-send will choose them: option,
-    then the session's active model, then the environment."""
-    from pantolib import providers, secrets
-
-    env = os.environ if env is None else env
-    active = session.active_model() if session is not None else None
-    name, options, _ = providers.configure({"provider": provider, "model": model, "api": api}, active, env)
-    return name, options.model, secrets.shown_url(options.base_url)
-
-
 class Commands:
-    """The /commands of a Repl, which is handed in and used for:
+    """The /commands, handed what they use:
 
-    - showing: screen (screen.Screen: say, the prompt and its questions,
-      the keys held, released around $EDITOR);
-    - the settings it changes or shows: provider, model, env, api_for, fill,
-      yes, rules (this run's permission rules);
-    - where the conversation stands, which it moves: path, session, branch,
-      last_prompt, last_prompt_entry;
-    - running a turn: turn, agent, request, step, source_cmd, send_cmd,
-      sink_cmd, report.
+    screen    what is shown and asked (screen.Screen), and the keys, let go around $EDITOR;
+    settings  the provider and model (/model), --yes and the permission rules (/allowed);
+    state     where the conversation stands (agent.SessionState), which /rewind, /retry, /fork move;
+    agent     what runs a turn (/retry, /edit) or a compaction (/compact).
     """
 
-    def __init__(self, repl):
-        self.repl = repl
-        self.screen = repl.screen
-        self.say = repl.screen.say
+    def __init__(self, screen, settings, state, agent):
+        self.screen, self.settings, self.state, self.agent = screen, settings, state, agent
+        self.say = screen.say
 
     def run(self, line):
         """A /command: False to quit."""
@@ -82,22 +67,21 @@ class Commands:
             self.say(HELP)
         elif name == "/model":
             if not args:
-                provider, model, base = settings(self.repl.provider, self.repl.model, self.repl.session, self.repl.env,
-                                                 self.repl.api_for(self.repl.provider))
+                provider, model, base = self.settings.shown(self.state.session)
                 self.say(f"model: {provider}: {model} @ {base}")
             elif len(args) != 2 or args[0] not in PROVIDERS:
                 self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
             else:
-                self.repl.provider, self.repl.model = args
-                self.repl.fill = None
-                self.say(f"model: {self.repl.provider}: {self.repl.model} (from the next prompt on)")
+                self.settings.provider, self.settings.model = args
+                self.state.fill = None
+                self.say(f"model: {self.settings.provider}: {self.settings.model} (from the next prompt on)")
         elif name == "/cost":
-            if self.repl.path is None:
+            if self.state.path is None:
                 self.say("nothing spent yet: no session file")
             else:
-                self._show(command_argv("panto-cost", self.repl.path))
+                self._show(command_argv("panto-cost", self.state.path))
         elif name == "/session":
-            self.say(self.repl.path or "no session file yet (it is created by the first reply)")
+            self.say(self.state.path or "no session file yet (it is created by the first reply)")
         elif name == "/edit":
             text = self.edit_prompt(rest)
             if text and self.screen.editor is not None:
@@ -106,7 +90,7 @@ class Commands:
                 lines = text.split("\n")
                 more = f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
                 self.say("> " + terminal.visible(lines[0]) + more, BOLD)
-                self.repl.turn(text)
+                self.agent.turn(text)
         elif name == "/retry":
             self.retry()
         elif name == "/rewind":
@@ -120,11 +104,11 @@ class Commands:
             if not rest:
                 self.say("usage: /name TITLE", RED)
             elif self._need_file():
-                if self._show(command_argv("panto-log", "name", rest, self.repl.path)):
+                if self._show(command_argv("panto-log", "name", rest, self.state.path)):
                     self.say(f"named: {terminal.visible_line(rest)}")
         elif name == "/compact":
             if self._need_file():
-                self.compact(instructions=rest or None)
+                self.agent.compact(instructions=rest or None)
         elif name == "/allowed":
             self.allowed(rest)
         else:
@@ -132,7 +116,7 @@ class Commands:
         return True
 
     def _need_file(self):
-        if self.repl.path is None:
+        if self.state.path is None:
             self.say("no session file yet (it is created by the first reply)")
             return False
         return True
@@ -147,23 +131,23 @@ class Commands:
         return statuses == [cli.OK]
 
     def retry(self):
-        if self.repl.path is None:
-            if self.repl.last_prompt is None:
+        if self.state.path is None:
+            if self.state.last_prompt is None:
                 self.say("nothing to retry yet")
             else:
-                self.repl.turn(self.repl.last_prompt)
+                self.agent.turn(self.state.last_prompt)
             return
-        session = self.repl.session
+        session = self.state.session
         if session is None:
             self.say("nothing to retry yet")
             return
         leaf = session.leaf_message()
-        prompt = self.repl.last_prompt_entry(session)
+        prompt = last_prompt_entry(session)
         text = prompt and next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
-        if self.repl.last_prompt is not None and text != self.repl.last_prompt and not self.repl.branch:
+        if self.state.last_prompt is not None and text != self.state.last_prompt and not self.state.branch:
             # the last prompt typed never reached the file: send that one, never an earlier one
-            self.say("retrying: " + terminal.visible_line(self.repl.last_prompt)[:200], DIM)
-            self.repl.turn(self.repl.last_prompt)
+            self.say("retrying: " + terminal.visible_line(self.state.last_prompt)[:200], DIM)
+            self.agent.turn(self.state.last_prompt)
             return
         if prompt is None:
             self.say("nothing to retry yet")
@@ -171,17 +155,17 @@ class Commands:
         self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
         # after a failed turn the prompt is the leaf: send it as it is; after a
         # reply: a new reply to the same prompt, beside the old one (a branch)
-        self.repl.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
-        self.repl.agent(self.repl.request(None))
+        self.state.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
+        self.agent.tool_rounds(self.agent.request(None))
 
     def prompts(self):
         """The user prompts on the active path: [(entry, text)], read from the
         file when the turns' stream leaves out what came before a compaction."""
         from pantolib import stream
 
-        session = self.repl.session
-        if session is not None and stream.is_partial(session.header) and self.repl.path:
-            statuses, data = Pipeline(self.repl.source_cmd(whole=True)).run()
+        session = self.state.session
+        if session is not None and stream.is_partial(session.header) and self.state.path:
+            statuses, data = Pipeline(self.agent.plumbing.source(whole=True)).run()
             try:
                 session = read_session(data) if statuses == [0] else session
             except PantoError:
@@ -226,7 +210,7 @@ class Commands:
         if parent is None:
             self.say("that prompt has nothing before it to continue from", RED)
             return
-        self.repl.branch = parent
+        self.state.branch = parent
         self.screen.prefill = text
         self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
         self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
@@ -236,8 +220,8 @@ class Commands:
             return
         from pantolib import entries, stream
 
-        leaf = self.repl.branch or (self.repl.session.leaf if self.repl.session else None)
-        src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.repl.path))])
+        leaf = self.state.branch or (self.state.session.leaf if self.state.session else None)
+        src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.state.path))])
         statuses, data = src.run()
         if statuses != [cli.OK] or not data:
             self.say("cannot fork: the session could not be read", RED)
@@ -257,8 +241,8 @@ class Commands:
         if statuses != [cli.OK] or session is None or session.header is None:
             self.say("cannot fork: the new session could not be written", RED)
             return
-        old_path, self.repl.path = self.repl.path, paths.session_path(session.header)
-        self.repl.session, self.repl.branch = session, None
+        old_path, self.state.path = self.state.path, paths.session_path(session.header)
+        self.state.session, self.state.branch = session, None
         self._keep_title(old_path, session)
         self.say(f"forked: now in session {header['id']} (from {old.get('id')})")
 
@@ -275,69 +259,32 @@ class Commands:
         names = [e.get("name") for e in session.by_id.values() if e.get("type") == "sessionInfo"]
         if names and names[-1] == title:
             return
-        if not self._show(command_argv("panto-log", "name", title, self.repl.path)):
+        if not self._show(command_argv("panto-log", "name", title, self.state.path)):
             self.say("the title was not kept in the new session (/name TITLE gives it one)", RED)
 
     def _sink_new(self):
         return Cmd(command_argv("panto-log", "append", sigint=False))
 
-    def compact(self, instructions=None, at=None, keep=None):
-        """Compact the session (panto-send --compact); True when it worked.
-        By itself panto keeps only the last prompt (keep=1): the context is full."""
-        if not self._compactable(at, keep):
-            self.say("nothing to compact yet", DIM)
-            return False
-        extra = ["--compact"] + (["--keep", str(keep)] if keep else []) + ([instructions] if instructions else [])
-        before = self.repl.session.leaf if self.repl.session is not None else None
-        t = self.repl.step(self.repl.source_cmd(at=at) + [self.repl.send_cmd(extra=extra), self.repl.sink_cmd()], "compacting ")
-        if t.cancelled:
-            self.say("[cancelled]", RED)
-            return False
-        if not t.ok:
-            self.say("[compaction failed]", RED)
-            return False
-        self.repl.branch = None
-        if t.session is None or t.session.leaf == before or \
-                t.session.by_id.get(t.session.leaf, {}).get("type") != "compaction":
-            self.say("nothing to compact yet", DIM)      # no request was made: no usage line
-            return False
-        self.repl.fill = None
-        self.repl.report(t)
-        return True
-
-    def _compactable(self, at, keep):
-        """Whether the conversation has a part before the kept prompts to summarize (compaction.py's rule);
-        True when it cannot be told here (the send decides then)."""
-        from pantolib import compaction
-
-        if self.repl.session is None or (at or self.repl.branch):
-            return True
-        try:
-            _, _, kept = self.repl.session.context()
-        except (KeyError, TypeError, ValueError):
-            return True
-        return compaction.cut(kept, keep or compaction.DEFAULT_KEEP) > 0
-
     def allowed(self, arg):
         from pantolib import permissions
 
         if arg == "clear":
-            n = sum(1 for _, origin in self.repl.rules if origin == "this run")
-            self.repl.rules.remove_from("this run")
+            n = sum(1 for _, origin in self.settings.rules if origin == "this run")
+            self.settings.rules.remove_from("this run")
             self.say(f"this run's rules cleared ({n}): what they allowed asks again" if n else
                      "no rules of this run to clear")
             return
         if arg:
             self.say("usage: /allowed [clear]", RED)
             return
-        if self.repl.yes:
+        if self.settings.yes:
             self.say("--yes: every call runs without asking", DIM)
-        if not len(self.repl.rules):
+        if not len(self.settings.rules):
             self.say("no rules: every bash, write and edit call asks "
-                     f"(rules that last go in {terminal.visible_line(permissions.user_file(self.repl.env))})")
+                     f"(rules that last go in {terminal.visible_line(permissions.user_file(self.settings.env))})")
             return
-        width = max(len(rule.text) for rule, _ in self.repl.rules)
-        for rule, origin in self.repl.rules:
+        width = max(len(rule.text) for rule, _ in self.settings.rules)
+        for rule, origin in self.settings.rules:
             self.say(f"  {terminal.visible_line(rule.text):<{width}}  {terminal.visible_line(origin)}")
 
     def edit_prompt(self, initial=""):
@@ -345,7 +292,7 @@ class Commands:
         import shlex
         import tempfile
 
-        editor = self.repl.env.get("VISUAL") or self.repl.env.get("EDITOR") or "vi"
+        editor = self.settings.env.get("VISUAL") or self.settings.env.get("EDITOR") or "vi"
         fd, name = tempfile.mkstemp(prefix="panto-prompt-", suffix=".md")   # 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -383,7 +330,7 @@ class Commands:
     # -- the tree --------------------------------------------------------------------
     def tree(self):
         """The session file's prompts and replies as a tree (tree_rows)."""
-        statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.repl.path))]).run()
+        statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.state.path))]).run()
         try:
             session = read_session(data) if statuses == [cli.OK] else None
         except PantoError:
@@ -391,7 +338,7 @@ class Commands:
         if session is None:
             self.say("cannot read the session to draw its tree", RED)
             return
-        leaf = self.repl.branch or (self.repl.session.leaf if self.repl.session is not None else None)
+        leaf = self.state.branch or (self.state.session.leaf if self.state.session is not None else None)
         if leaf not in session.by_id:
             leaf = session.leaf
         cols = self.screen.columns()

@@ -93,11 +93,9 @@ def main(argv=None):
     rules, problems = permissions.load()    # once: nothing a command writes later changes this run
     for problem in problems:
         cli.warn(NAME, problem)
-    r = repl.Repl(path=path, provider=provider, model=args["--model"], yes=args["--yes"],
+    r = repl.Repl(path=path, provider=provider, model=args["--model"], api=api, yes=args["--yes"],
                   max_steps=max_steps, tools=not args["--no-tools"], history=screen.setup_history(),
-                  context_files=not args["--no-context-files"])
-    r.rules = rules
-    r.api = api
+                  context_files=not args["--no-context-files"], rules=rules)
     session = None
     if path is not None:
         session = r.load()
@@ -112,7 +110,7 @@ def main(argv=None):
                          f"tools run here, in {visible_line(os.getcwd())}")
     elif resume:
         r.screen.say("no sessions to resume; starting fresh.")
-    r.screen.say(repl.banner(r, session))
+    r.screen.say(r.banner(session))
     r.start_notes(session)
     if session is not None:
         r.show_last_exchange(session)

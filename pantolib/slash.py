@@ -50,6 +50,8 @@ class Commands:
     settings  the provider and model (/model), --yes and the permission rules (/allowed);
     state     where the conversation stands (agent.SessionState), which /rewind, /retry, /fork move;
     agent     what runs a turn (/retry, /edit) or a compaction (/compact).
+
+    /NAME ARG runs do_NAME(ARG), as the standard library's cmd module does.
     """
 
     def __init__(self, screen, settings, state, agent):
@@ -59,60 +61,13 @@ class Commands:
     def run(self, line):
         """A /command: False to quit."""
         name, _, rest = line.strip().partition(" ")
-        rest = rest.strip()
-        args = rest.split()
         if name in ("/quit", "/exit", "/q"):
             return False
-        if name == "/help":
-            self.say(HELP)
-        elif name == "/model":
-            if not args:
-                provider, model, base = self.settings.shown(self.state.session)
-                self.say(f"model: {provider}: {model} @ {base}")
-            elif len(args) != 2 or args[0] not in PROVIDERS:
-                self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
-            else:
-                self.settings.provider, self.settings.model = args
-                self.state.fill = None
-                self.say(f"model: {self.settings.provider}: {self.settings.model} (from the next prompt on)")
-        elif name == "/cost":
-            if self.state.path is None:
-                self.say("nothing spent yet: no session file")
-            else:
-                self._show(command_argv("panto-cost", self.state.path))
-        elif name == "/session":
-            self.say(self.state.path or "no session file yet (it is created by the first reply)")
-        elif name == "/edit":
-            text = self.edit_prompt(rest)
-            if text and self.screen.editor is not None:
-                self.screen.prefill = text     # back at the prompt for a last look: Enter sends it
-            elif text:
-                lines = text.split("\n")
-                more = f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
-                self.say("> " + terminal.visible(lines[0]) + more, BOLD)
-                self.agent.turn(text)
-        elif name == "/retry":
-            self.retry()
-        elif name == "/rewind":
-            self.rewind(rest)
-        elif name == "/tree":
-            if self._need_file():
-                self.tree()
-        elif name == "/fork":
-            self.fork()
-        elif name == "/name":
-            if not rest:
-                self.say("usage: /name TITLE", RED)
-            elif self._need_file():
-                if self._show(command_argv("panto-log", "name", rest, self.state.path)):
-                    self.say(f"named: {terminal.visible_line(rest)}")
-        elif name == "/compact":
-            if self._need_file():
-                self.agent.compact(instructions=rest or None)
-        elif name == "/allowed":
-            self.allowed(rest)
-        else:
+        handler = getattr(self, "do_" + name[1:], None)
+        if handler is None:
             self.say(f"unknown command '{terminal.visible_line(name)}' (try /help)", RED)
+        else:
+            handler(rest.strip())
         return True
 
     def _need_file(self):
@@ -130,110 +85,98 @@ class Commands:
             self.screen.out.flush()
         return statuses == [cli.OK]
 
-    def retry(self):
-        if self.state.path is None:
-            if self.state.last_prompt is None:
-                self.say("nothing to retry yet")
-            else:
-                self.agent.turn(self.state.last_prompt)
-            return
-        session = self.state.session
-        if session is None:
-            self.say("nothing to retry yet")
-            return
-        leaf = session.leaf_message()
-        prompt = last_prompt_entry(session)
-        text = prompt and next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
-        if self.state.last_prompt is not None and text != self.state.last_prompt and not self.state.branch:
-            # the last prompt typed never reached the file: send that one, never an earlier one
-            self.say("retrying: " + terminal.visible_line(self.state.last_prompt)[:200], DIM)
-            self.agent.turn(self.state.last_prompt)
-            return
-        if prompt is None:
-            self.say("nothing to retry yet")
-            return
-        self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
-        # after a failed turn the prompt is the leaf: send it as it is; after a
-        # reply: a new reply to the same prompt, beside the old one (a branch)
-        self.state.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
-        self.agent.tool_rounds(self.agent.request(None))
+    # -- the settings ------------------------------------------------------------------
+    def do_help(self, arg):
+        self.say(HELP)
 
-    def prompts(self):
-        """The user prompts on the active path: [(entry, text)], read from the
-        file when the turns' stream leaves out what came before a compaction."""
-        from pantolib import stream
-
-        session = self.state.session
-        if session is not None and stream.is_partial(session.header) and self.state.path:
-            statuses, data = Pipeline(self.agent.plumbing.source(whole=True)).run()
-            try:
-                session = read_session(data) if statuses == [0] else session
-            except PantoError:
-                pass    # the partial path still names the prompts since the compaction
-        out = []
-        for e in (session.message_entries() if session else []):
-            m = e["message"]
-            texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
-            if m["role"] == "user" and texts:
-                out.append((e, texts[-1]))
-        return out
-
-    def rewind(self, arg):
-        found = self.prompts()
-        if not found:
-            self.say("no prompts to go back to")
-            return
-        if not arg:
-            for i, (e, text) in enumerate(found, 1):
-                first = terminal.visible_line(text.strip().split("\n")[0])[:100]
-                self.say(f"{i:3}  {e['id'][:8]}  {first}")
-            arg = self.screen.ask_line("rewind to (number, Enter to cancel): ").strip()
-            if not arg:
-                self.say("nothing taken back", DIM)
-                return
-            if not (arg.isdigit() and 1 <= int(arg) <= len(found)):
-                self.say(f"'{terminal.visible_line(arg)[:40]}' is not a number from 1 to {len(found)}: "
-                         "nothing taken back", RED)
-                return
-        chosen = None
-        if arg.isdigit() and 1 <= int(arg) <= len(found):
-            chosen = found[int(arg) - 1]
+    def do_model(self, arg):
+        args = arg.split()
+        if not args:
+            provider, model, base = self.settings.shown(self.state.session)
+            self.say(f"model: {provider}: {model} @ {base}")
+        elif len(args) != 2 or args[0] not in PROVIDERS:
+            self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
         else:
-            matches = [f for f in found if f[0]["id"].startswith(arg)]
-            if len(matches) == 1:
-                chosen = matches[0]
-        if chosen is None:
-            self.say(f"no prompt '{terminal.visible_line(arg)}' (see /rewind)", RED)
-            return
-        entry, text = chosen
-        parent = entry.get("parentId")
-        if parent is None:
-            self.say("that prompt has nothing before it to continue from", RED)
-            return
-        self.state.branch = parent
-        self.screen.prefill = text
-        self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
-        self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
+            self.settings.provider, self.settings.model = args
+            self.state.fill = None      # another model's context window
+            self.say(f"model: {self.settings.provider}: {self.settings.model} (from the next prompt on)")
 
-    def fork(self):
+    def do_allowed(self, arg):
+        from pantolib import permissions
+
+        rules = self.settings.rules
+        if arg == "clear":
+            n = sum(1 for _, origin in rules if origin == "this run")
+            rules.remove_from("this run")
+            self.say(f"this run's rules cleared ({n}): what they allowed asks again" if n else
+                     "no rules of this run to clear")
+            return
+        if arg:
+            self.say("usage: /allowed [clear]", RED)
+            return
+        if self.settings.yes:
+            self.say("--yes: every call runs without asking", DIM)
+        if not len(rules):
+            self.say("no rules: every bash, write and edit call asks "
+                     f"(rules that last go in {terminal.visible_line(permissions.user_file(self.settings.env))})")
+            return
+        width = max(len(rule.text) for rule, _ in rules)
+        for rule, origin in rules:
+            self.say(f"  {terminal.visible_line(rule.text):<{width}}  {terminal.visible_line(origin)}")
+
+    # -- the session file --------------------------------------------------------------
+    def do_session(self, arg):
+        self.say(self.state.path or "no session file yet (it is created by the first reply)")
+
+    def do_cost(self, arg):
+        if self.state.path is None:
+            self.say("nothing spent yet: no session file")
+        else:
+            self._show(command_argv("panto-cost", self.state.path))
+
+    def do_name(self, arg):
+        if not arg:
+            self.say("usage: /name TITLE", RED)
+        elif self._need_file():
+            if self._show(command_argv("panto-log", "name", arg, self.state.path)):
+                self.say(f"named: {terminal.visible_line(arg)}")
+
+    def do_compact(self, arg):
+        if self._need_file():
+            self.agent.compact(instructions=arg or None)
+
+    def do_tree(self, arg):
+        """The session file's prompts and replies as a tree (tree_rows)."""
         if not self._need_file():
             return
-        from pantolib import entries, stream
+        statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.state.path))]).run()
+        try:
+            session = read_session(data) if statuses == [cli.OK] else None
+        except PantoError:
+            session = None
+        if session is None:
+            self.say("cannot read the session to draw its tree", RED)
+            return
+        leaf = self.state.leaf()
+        if leaf not in session.by_id:
+            leaf = session.leaf
+        rows = tree_rows(session, leaf, self.screen.columns())
+        if not rows:
+            self.say("no prompts yet")
+        for text, active in rows:
+            self.say(text, BOLD if active else "")
 
-        leaf = self.state.branch or (self.state.session.leaf if self.state.session else None)
+    def do_fork(self, arg):
+        if not self._need_file():
+            return
+        leaf = self.state.leaf()
         src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.state.path))])
         statuses, data = src.run()
         if statuses != [cli.OK] or not data:
             self.say("cannot fork: the session could not be read", RED)
             return
-        first, _, rest = data.partition(b"\n")
-        import orjson
-
-        old = orjson.loads(first)
-        header = entries.make_header()
-        header["parentSession"] = old.get("id")
-        sink = Pipeline([self._sink_new()], stdin_data=stream.dumps(header) + rest)
-        statuses, echoed = sink.run()
+        header, lines = forked(data)
+        statuses, echoed = Pipeline([Cmd(command_argv("panto-log", "append", sigint=False))], stdin_data=lines).run()
         try:
             session = read_session(echoed)
         except PantoError:
@@ -244,7 +187,7 @@ class Commands:
         old_path, self.state.path = self.state.path, paths.session_path(session.header)
         self.state.session, self.state.branch = session, None
         self._keep_title(old_path, session)
-        self.say(f"forked: now in session {header['id']} (from {old.get('id')})")
+        self.say(f"forked: now in session {header['id']} (from {header['parentSession']})")
 
     def _keep_title(self, old_path, session):
         """The title (/name) of the session forked from, written into the new file when its path lacks it."""
@@ -262,91 +205,165 @@ class Commands:
         if not self._show(command_argv("panto-log", "name", title, self.state.path)):
             self.say("the title was not kept in the new session (/name TITLE gives it one)", RED)
 
-    def _sink_new(self):
-        return Cmd(command_argv("panto-log", "append", sigint=False))
+    # -- the prompts -------------------------------------------------------------------
+    def do_edit(self, arg):
+        text = edit_prompt(self.screen, self.settings.env, arg)
+        if text and self.screen.editor is not None:
+            self.screen.prefill = text     # back at the prompt for a last look: Enter sends it
+        elif text:
+            lines = text.split("\n")
+            more = f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
+            self.say("> " + terminal.visible(lines[0]) + more, BOLD)
+            self.agent.turn(text)
 
-    def allowed(self, arg):
-        from pantolib import permissions
-
-        if arg == "clear":
-            n = sum(1 for _, origin in self.settings.rules if origin == "this run")
-            self.settings.rules.remove_from("this run")
-            self.say(f"this run's rules cleared ({n}): what they allowed asks again" if n else
-                     "no rules of this run to clear")
+    def do_retry(self, arg):
+        state = self.state
+        if state.path is None:
+            if state.last_prompt is None:
+                self.say("nothing to retry yet")
+            else:
+                self.agent.turn(state.last_prompt)
             return
-        if arg:
-            self.say("usage: /allowed [clear]", RED)
-            return
-        if self.settings.yes:
-            self.say("--yes: every call runs without asking", DIM)
-        if not len(self.settings.rules):
-            self.say("no rules: every bash, write and edit call asks "
-                     f"(rules that last go in {terminal.visible_line(permissions.user_file(self.settings.env))})")
-            return
-        width = max(len(rule.text) for rule, _ in self.settings.rules)
-        for rule, origin in self.settings.rules:
-            self.say(f"  {terminal.visible_line(rule.text):<{width}}  {terminal.visible_line(origin)}")
-
-    def edit_prompt(self, initial=""):
-        """Write a prompt in $VISUAL or $EDITOR (vi): its text, or None when left empty."""
-        import shlex
-        import tempfile
-
-        editor = self.settings.env.get("VISUAL") or self.settings.env.get("EDITOR") or "vi"
-        fd, name = tempfile.mkstemp(prefix="panto-prompt-", suffix=".md")   # 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(initial)
-            # Ctrl-C belongs to the editor while it runs, not to panto
-            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            held = self.screen.keys_held
-            self.screen.release_keys()     # the editor gets the terminal as the person left it
-            try:
-                status = subprocess.call(shlex.split(editor) + [name],
-                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-            except (OSError, ValueError, subprocess.SubprocessError) as e:
-                self.say(f"cannot start the editor '{terminal.visible_line(editor)}': {e}", RED)
-                return None
-            finally:
-                signal.signal(signal.SIGINT, old)
-                if held:
-                    self.screen.hold_keys()
-            if status != 0:
-                self.say(f"the editor exited with status {status}: nothing sent", RED)
-                return None
-            with open(name, encoding="utf-8", errors="surrogateescape") as f:
-                text = f.read()
-        finally:
-            try:
-                os.unlink(name)
-            except OSError:
-                pass
-        text = text.rstrip("\n")
-        if not text.strip():
-            self.say("empty prompt: nothing sent", DIM)
-            return None
-        return text
-
-    # -- the tree --------------------------------------------------------------------
-    def tree(self):
-        """The session file's prompts and replies as a tree (tree_rows)."""
-        statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.state.path))]).run()
-        try:
-            session = read_session(data) if statuses == [cli.OK] else None
-        except PantoError:
-            session = None
+        session = state.session
         if session is None:
-            self.say("cannot read the session to draw its tree", RED)
+            self.say("nothing to retry yet")
             return
-        leaf = self.state.branch or (self.state.session.leaf if self.state.session is not None else None)
-        if leaf not in session.by_id:
-            leaf = session.leaf
-        cols = self.screen.columns()
-        rows = tree_rows(session, leaf, cols)
-        if not rows:
-            self.say("no prompts yet")
-        for text, active in rows:
-            self.say(text, BOLD if active else "")
+        leaf = session.leaf_message()
+        prompt = last_prompt_entry(session)
+        text = prompt and next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
+        if state.last_prompt is not None and text != state.last_prompt and not state.branch:
+            # the last prompt typed never reached the file: send that one, never an earlier one
+            self.say("retrying: " + terminal.visible_line(state.last_prompt)[:200], DIM)
+            self.agent.turn(state.last_prompt)
+            return
+        if prompt is None:
+            self.say("nothing to retry yet")
+            return
+        self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
+        # after a failed turn the prompt is the leaf: send it as it is; after a
+        # reply: a new reply to the same prompt, beside the old one (a branch)
+        state.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
+        self.agent.tool_rounds(self.agent.request(None))
+
+    def do_rewind(self, arg):
+        found = self.prompts()
+        if not found:
+            self.say("no prompts to go back to")
+            return
+        chosen = self._choose(found, arg)
+        if chosen is None:
+            return
+        entry, text = chosen
+        parent = entry.get("parentId")
+        if parent is None:
+            self.say("that prompt has nothing before it to continue from", RED)
+            return
+        self.state.branch = parent
+        self.screen.prefill = text
+        self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
+        self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
+
+    def _choose(self, found, arg):
+        """The (entry, text) of found that arg names (a number or an id prefix),
+        asked for when arg is empty; None (and why, shown) when there is none."""
+        if not arg:
+            for i, (e, text) in enumerate(found, 1):
+                first = terminal.visible_line(text.strip().split("\n")[0])[:100]
+                self.say(f"{i:3}  {e['id'][:8]}  {first}")
+            arg = self.screen.ask_line("rewind to (number, Enter to cancel): ").strip()
+            if not arg:
+                self.say("nothing taken back", DIM)
+                return None
+            if not (arg.isdigit() and 1 <= int(arg) <= len(found)):
+                self.say(f"'{terminal.visible_line(arg)[:40]}' is not a number from 1 to {len(found)}: "
+                         "nothing taken back", RED)
+                return None
+        if arg.isdigit() and 1 <= int(arg) <= len(found):
+            return found[int(arg) - 1]
+        matches = [f for f in found if f[0]["id"].startswith(arg)]
+        if len(matches) == 1:
+            return matches[0]
+        self.say(f"no prompt '{terminal.visible_line(arg)}' (see /rewind)", RED)
+        return None
+
+    def prompts(self):
+        """The user prompts on the active path (user_prompts), read from the
+        file when the turns' stream leaves out what came before a compaction."""
+        from pantolib import stream
+
+        session = self.state.session
+        if session is not None and stream.is_partial(session.header) and self.state.path:
+            statuses, data = Pipeline(self.agent.plumbing.source(whole=True)).run()
+            try:
+                session = read_session(data) if statuses == [0] else session
+            except PantoError:
+                pass    # the partial path still names the prompts since the compaction
+        return user_prompts(session) if session else []
+
+
+def user_prompts(session):
+    """[(entry, text)] of the user messages with text on the session's path."""
+    out = []
+    for e in session.message_entries():
+        m = e["message"]
+        texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
+        if m["role"] == "user" and texts:
+            out.append((e, texts[-1]))
+    return out
+
+
+def forked(data):
+    """A new session holding the entries of the stream data (its parentSession:
+    data's session): (its header, its stream)."""
+    import orjson
+
+    from pantolib import entries, stream
+
+    first, _, rest = data.partition(b"\n")
+    header = entries.make_header()
+    header["parentSession"] = orjson.loads(first).get("id")
+    return header, stream.dumps(header) + rest
+
+
+def edit_prompt(screen, env, initial=""):
+    """Write a prompt in $VISUAL or $EDITOR (vi): its text, or None when left empty."""
+    import shlex
+    import tempfile
+
+    editor = env.get("VISUAL") or env.get("EDITOR") or "vi"
+    fd, name = tempfile.mkstemp(prefix="panto-prompt-", suffix=".md")   # 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(initial)
+        # Ctrl-C belongs to the editor while it runs, not to panto
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        held = screen.keys_held
+        screen.release_keys()     # the editor gets the terminal as the person left it
+        try:
+            status = subprocess.call(shlex.split(editor) + [name],
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        except (OSError, ValueError, subprocess.SubprocessError) as e:
+            screen.say(f"cannot start the editor '{terminal.visible_line(editor)}': {e}", RED)
+            return None
+        finally:
+            signal.signal(signal.SIGINT, old)
+            if held:
+                screen.hold_keys()
+        if status != 0:
+            screen.say(f"the editor exited with status {status}: nothing sent", RED)
+            return None
+        with open(name, encoding="utf-8", errors="surrogateescape") as f:
+            text = f.read()
+    finally:
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+    text = text.rstrip("\n")
+    if not text.strip():
+        screen.say("empty prompt: nothing sent", DIM)
+        return None
+    return text
 
 
 def _label(entry):

@@ -115,7 +115,7 @@ class Repl:
     # -- the loop ------------------------------------------------------------------------
     def loop(self, first=None):
         """Prompts until Ctrl-D or /quit; first: a prompt given on the command line, sent at once."""
-        interrupts = 0
+        interrupts = 0      # Ctrl-C at an empty prompt, in a row
         try:
             while True:
                 with self.agent.irq:      # from here on a Ctrl-C is counted for the turn, never raised
@@ -138,30 +138,33 @@ class Repl:
                         continue
                     self.agent.irq.count = 0      # Enter: what counts is from now on
                     interrupts = 0
-                    text = line.strip()
-                    if not text:
-                        continue
-                    if self.screen.editor is not None:
-                        if self.screen.editor.interrupted_ahead():     # Enter, then at once Ctrl-C
-                            self.agent.irq()
-                        self.screen.history.add(line)
-                    self.screen.hold_keys()
-                    try:
-                        if text.startswith("/") and not text.startswith("//"):
-                            if not self.commands.run(text):
-                                return
-                            continue
-                        if text.startswith("//"):
-                            line = line.replace("/", "", 1)
-                        self.agent.turn(line)
-                    except KeyboardInterrupt:  # between two pipelines: the session is whole
-                        self.screen.say("[cancelled]", RED)
-                    finally:
-                        self.screen.release_keys()
-                    if self.screen.tty:
-                        self.screen.out.write("\n")
+                    if line.strip() and not self.take(line):
+                        return
         finally:
             self.screen.close()
+
+    def take(self, line):
+        """A line entered at the prompt: a /command, else a prompt for the agent
+        (// at the start: a prompt starting with /); False to quit."""
+        text = line.strip()
+        if self.screen.editor is not None:
+            if self.screen.editor.interrupted_ahead():     # Enter, then at once Ctrl-C
+                self.agent.irq()
+            self.screen.history.add(line)
+        self.screen.hold_keys()
+        try:
+            if text.startswith("/") and not text.startswith("//"):
+                return self.commands.run(text)
+            if text.startswith("//"):
+                line = line.replace("/", "", 1)
+            self.agent.turn(line)
+        except KeyboardInterrupt:  # between two pipelines: the session is whole
+            self.screen.say("[cancelled]", RED)
+        finally:
+            self.screen.release_keys()
+        if self.screen.tty:
+            self.screen.out.write("\n")
+        return True
 
 
 def shown_path(path, env=None):

@@ -33,6 +33,7 @@ class Repl:
         self.screen = Screen(self.settings.env, out, err, history, names())
         self.agent = Agent(self.screen, self.settings, self.state)
         self.commands = Commands(self.screen, self.settings, self.state, self.agent)
+        self.say = self.screen.say
 
     def banner(self, session=None):
         provider, model, base = self.settings.shown(session)
@@ -40,7 +41,7 @@ class Repl:
 
     # -- resuming ------------------------------------------------------------------------
     def load(self):
-        """Replay the session file (repairing a torn tail): the Session, or None."""
+        """Replay the session file (repairing a torn tail): the Session (PantoError when it cannot be read)."""
         t = self.agent.step(self.agent.plumbing.source(whole=True))
         if not t.ok or t.session is None:
             raise PantoError(f"cannot read the session '{self.state.path}'")
@@ -69,7 +70,7 @@ class Repl:
             for b in m["content"]:
                 t = b.get("type")
                 if t == "text" and m["role"] == "user":
-                    self.screen.say("> " + terminal.visible(b["text"]), BOLD)
+                    self.say("> " + terminal.visible(b["text"]), BOLD)
                 elif t == "text" and m["role"] == "assistant":
                     md = self.screen.markdown()
                     md.text(b["text"])
@@ -78,17 +79,16 @@ class Repl:
                     from pantolib.tools import runner
 
                     first = terminal.visible_line(runner.describe(b, 200).split("\n")[0])
-                    self.screen.say(f"⏺ {b['name']} {first}", CYAN)
+                    self.say(f"⏺ {b['name']} {first}", CYAN)
                 elif t == "toolResult":
                     lines = str(b.get("content", "")).rstrip("\n").split("\n")
                     more = f" … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
-                    self.screen.say("  " + terminal.visible_line(lines[0][:200]) + more,
-                                    RED if b.get("isError") else DIM)
+                    self.say("  " + terminal.visible_line(lines[0][:200]) + more, RED if b.get("isError") else DIM)
         waiting = session.unanswered_tool_uses()
         if waiting:
-            self.screen.say(f"[the last turn was interrupted: {plural(len(waiting), 'tool call')} "
-                            f"{'was' if len(waiting) == 1 else 'were'} never run and will "
-                            "not be run now; type a prompt to go on]", RED)
+            self.say(f"[the last turn was interrupted: {plural(len(waiting), 'tool call')} "
+                     f"{'was' if len(waiting) == 1 else 'were'} never run and will "
+                     "not be run now; type a prompt to go on]", RED)
 
     def start_notes(self, session):
         """After the banner: the instruction files a new session will read, and a missing API key."""
@@ -98,10 +98,10 @@ class Repl:
 
             found = instructions.find(env=env)
             if found.files:
-                names = ", ".join(terminal.visible_line(shown_path(p, env)) for p, _ in found.files)
-                self.screen.say(f"instructions: {names}", DIM)
+                shown = ", ".join(terminal.visible_line(shown_path(p, env)) for p, _ in found.files)
+                self.say(f"instructions: {shown}", DIM)
             for note in found.notes:
-                self.screen.say(terminal.visible_line(note), YELLOW)
+                self.say(terminal.visible_line(note), YELLOW)
         from pantolib import providers, turn
 
         try:
@@ -110,7 +110,7 @@ class Repl:
                                                       session.active_model() if session is not None else None, env)
             turn.need_key(options, key_var)
         except PantoError as e:
-            self.screen.say(f"{e}: every request will fail until it is", RED)
+            self.say(f"{e}: every request will fail until it is", RED)
 
     # -- the loop ------------------------------------------------------------------------
     def loop(self, first=None):
@@ -122,7 +122,7 @@ class Repl:
                     try:
                         if first is not None:
                             line, first = first, None
-                            self.screen.say("> " + terminal.visible(line), BOLD)
+                            self.say("> " + terminal.visible(line), BOLD)
                         else:
                             line = self.screen.read_line()
                     except (terminal.Edit, KeyboardInterrupt) as e:
@@ -134,7 +134,7 @@ class Repl:
                             self.screen.out.write("\n")
                         interrupts = interrupts + 1 if not text else 0
                         if interrupts >= 2:
-                            self.screen.say("(to quit, press Ctrl-D or type /quit)", DIM)
+                            self.say("(to quit, press Ctrl-D or type /quit)", DIM)
                         continue
                     self.agent.irq.count = 0      # Enter: what counts is from now on
                     interrupts = 0
@@ -159,7 +159,7 @@ class Repl:
                 line = line.replace("/", "", 1)
             self.agent.turn(line)
         except KeyboardInterrupt:  # between two pipelines: the session is whole
-            self.screen.say("[cancelled]", RED)
+            self.say("[cancelled]", RED)
         finally:
             self.screen.release_keys()
         if self.screen.tty:

@@ -100,17 +100,17 @@ def main(argv=None):
     if path is not None:
         session = r.load()
         count = sum(1 for line in session.lines if line.kind != "header")
-        r.screen.say(f"resumed session {session.header['id'] if session.header else os.path.basename(path)} "
-                     f"({screen.plural(count, 'entry', 'entries')})")
+        r.say(f"resumed session {session.header['id'] if session.header else os.path.basename(path)} "
+              f"({screen.plural(count, 'entry', 'entries')})")
         started = (session.header or {}).get("cwd")
         if isinstance(started, str) and started != os.getcwd():
             from pantolib.terminal import visible_line
 
-            r.screen.say(f"note: this session was started in {visible_line(started)}; "
-                         f"tools run here, in {visible_line(os.getcwd())}")
+            r.say(f"note: this session was started in {visible_line(started)}; "
+                  f"tools run here, in {visible_line(os.getcwd())}")
     elif resume:
-        r.screen.say("no sessions to resume; starting fresh.")
-    r.screen.say(r.banner(session))
+        r.say("no sessions to resume; starting fresh.")
+    r.say(r.banner(session))
     r.start_notes(session)
     if session is not None:
         r.show_last_exchange(session)

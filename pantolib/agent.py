@@ -231,10 +231,12 @@ class Outcome:
 
 class Agent:
     """Runs what a prompt asks (turn): the request, the tool rounds, and a
-    compaction first when the context is (nearly) full; every step drawn on
-    the screen and read back into the state.
+    compaction when the context is nearly full (then the request) or full
+    (then the request again); every step drawn on the screen and read back
+    into the state.
 
-    irq: a turn's Ctrl-C presses (the prompt loop installs it from Enter on)."""
+    irq: a turn's Ctrl-C presses (pipeline.Interrupts: the prompt loop
+    installs it, and what counts is from Enter on)."""
 
     def __init__(self, screen, settings, state):
         self.screen, self.settings, self.state = screen, settings, state

@@ -59,16 +59,15 @@ class Screen:
         self.out.flush()
 
     def columns(self):
+        """The terminal's width (80 when the output is not a terminal)."""
         return terminal.size(self.out.fileno())[0] if self.tty else 80
 
     def markdown(self):
         """A Markdown renderer drawing on this screen (markdown.py)."""
         from pantolib.markdown import Renderer
 
-        out = self.out
-        return Renderer(out, tty=self.tty, color=self.color,
-                        width=lambda: terminal.size(out.fileno())[0] if self.tty else 80,
-                        height=lambda: terminal.size(out.fileno())[1] if self.tty else 24)
+        return Renderer(self.out, tty=self.tty, color=self.color, width=self.columns,
+                        height=lambda: terminal.size(self.out.fileno())[1] if self.tty else 24)
 
     # -- input -------------------------------------------------------------------------
     def read_line(self):

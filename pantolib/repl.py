@@ -1,559 +1,50 @@
-"""The interactive agent: a prompt loop whose every turn is a pipeline of the
-plumbing commands. It keeps no conversation of its own: the session file is
-the state, and each step reads it back from `panto-log append`'s output.
+"""The interactive agent: a prompt loop (Repl) wired from small parts, each
+handed what it needs:
 
-    new session, first step:  panto-send --tools PROMPT </dev/null | panto-log append
-    later steps:              panto-log replay --context FILE | panto-send --tools PROMPT | panto-log append FILE
-    tool rounds:              panto-log replay --context FILE | panto-tool | panto-send --tools | panto-log append FILE
-    after /rewind:            panto-log replay --context --at ID FILE | panto-send --tools PROMPT | panto-log append FILE
-    /compact, and by itself:  panto-log replay --context FILE | panto-send --compact | panto-log append FILE
-    resuming:                 panto-log replay FILE
+    screen.Screen          what is shown and typed: the lines, the prompt, the keys held during a turn
+    agent.Settings         what the plumbing is told: provider, model, API, --yes, the permission rules
+    agent.SessionState     where the conversation stands: the file, the session, the branch, the last prompt
+    agent.Agent            what a prompt sets going: the request, the tool rounds, compaction
+    slash.Commands         the /commands, handed the four above
 
-(--context: only the path since the last compaction, so that a turn costs
-what its request needs, not the size of the file.)
-
-panto-send's live display (its stderr) comes to the REPL through a
-pseudo-terminal of its own, so panto-send shows the reply as it does on any
-terminal (thinking between its dim marks) and the REPL draws it: a spinner
-until the first byte, then the text as Markdown (markdown.py).
+The REPL keeps no conversation of its own: the session file is the state
+(agent.py shows the pipelines each step runs).
 """
-import codecs
-import io
 import os
-import re
-import sys
-import time
 
-from pantolib import cli, paths, terminal
+from pantolib import terminal
+from pantolib.agent import Agent, SessionState, Settings, context_fill, load_prices
 from pantolib.errors import PantoError
-from pantolib.files import write_all
-from pantolib.pipeline import Cmd, EscKey, Interrupts, Pipeline, command_argv, read_session
-from pantolib.slash import Commands, names, plural, settings
-from pantolib.terminal import BOLD, CYAN, DIM, RED, RESET, YELLOW
-
-COMPACT_AT = 0.85       # compact before the next request above this share of the context window
-# panto-send's live display marks thinking dim (ESC [2m ... ESC [0m); model text
-# reaches its display neutralized, so a colour code here is panto-send's own.
-_SGR = re.compile("\x1b\\[([0-9;]*)m")
-_SGR_START = re.compile("\x1b(\\[[0-9;]*)?")
-# what a plumbing command says about a Ctrl-C: the REPL says it once, its own way
-_INTERRUPT_NOTE = re.compile(rb"(?m)^panto-[a-z]+: interrupted[^\n]*(\n|$)")
-
-
-class LiveReply:
-    """panto-send's live stderr, drawn for a person: Markdown, thinking dim."""
-
-    def __init__(self, repl):
-        from pantolib.markdown import Renderer
-
-        self.repl = repl
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self.hold = ""
-        self.thinking = False
-        self.seen = False
-        out = repl.out
-        self.md = Renderer(out, tty=repl.tty, color=repl.color,
-                           width=lambda: terminal.size(out.fileno())[0] if repl.tty else 80,
-                           height=lambda: terminal.size(out.fileno())[1] if repl.tty else 24)
-
-    def feed(self, data):
-        text = self.hold + self.decoder.decode(data, final=not data)
-        self.hold = ""
-        cut = text.rfind("\x1b")
-        if data and cut >= 0 and len(text) - cut < 12 and _SGR_START.fullmatch(text[cut:]):
-            text, self.hold = text[:cut], text[cut:]   # maybe the start of a mark: wait for the rest
-        pos = 0
-        for m in _SGR.finditer(text):
-            if m.start() > pos:
-                self._show(text[pos:m.start()])
-            codes = m.group(1).split(";")
-            if "2" in codes:
-                self.thinking = True
-            elif not m.group(1) or "0" in codes or "22" in codes:
-                self.thinking = False
-            pos = m.end()
-        if pos < len(text):
-            self._show(text[pos:])
-
-    def _show(self, text):
-        self.seen = True
-        (self.md.thinking if self.thinking else self.md.text)(text)
-
-    def end(self):
-        self.feed(b"")
-        self.md.end()
-
-
-class Turn:
-    """What one step of a turn brought: statuses, the session read back, and whether it was cancelled."""
-
-    def __init__(self, statuses, session, cancelled, seconds, shown):
-        self.statuses, self.session, self.cancelled = statuses, session, cancelled
-        self.seconds, self.shown = seconds, shown
-
-    @property
-    def ok(self):
-        return all(s == cli.OK for s in self.statuses)
-
-
-class StepScreen:
-    """What the terminal shows while one pipeline runs: the spinner, panto-send's
-    reply (LiveReply) and panto-tool's output; and when the model's time starts.
-
-    panto-tool asks its questions on /dev/tty itself, not through its pty,
-    so nothing tells the REPL a question is coming: the spinner is drawn
-    while a tool runs only once panto-tool has shown that a call runs
-    (its account of the call on the pty, or a question asked: the
-    terminal taken out of line mode, or opened by panto-tool, which it
-    does for its first question), when nothing may be half-drawn (its
-    last output ended a line, a while ago: a question opened then is
-    drawn by now) and no question is open (line mode, as panto leaves
-    it; a question takes it raw). Never on a timer alone: a slow start
-    of panto-tool would put the spinner in front of the question.
-    """
-
-    def __init__(self, repl, pipe, label):
-        self.repl, self.pipe, self.label = repl, pipe, label
-        self.spin = terminal.Spinner(repl.err, label)
-        self.live = LiveReply(repl)
-        self.has_tool = any(c.role == "tool" for c in pipe.commands)
-        self.line_open, self.shown, self.asked, self.quiet = False, False, False, time.monotonic()
-        self.start = time.monotonic()
-        self.model_start = self.start   # the model's time starts when the tools are done
-        self.held = {}  # after a Ctrl-C: what each child says, shown at its end without the plumbing's notes
-
-    def tick(self, p):
-        spin = self.spin
-        if p.interrupts or self.live.seen:
-            spin.stop()     # here, not in the signal handler: no output from a handler
-            return
-        if p.running("tool"):
-            now = time.monotonic()
-            self.model_start = now
-            if not _line_mode():      # a question is open: never draw over it
-                self.asked = True
-                spin.forget()
-            elif not self.asked and not self.repl.yes and _has_terminal_open(p, "tool"):
-                self.asked, self.quiet = True, now     # a question was asked, or is being drawn
-            elif (not self.line_open and now - self.quiet > 0.3
-                    and (self.repl.yes or self.shown or self.asked)):
-                if spin.label != "running ":
-                    spin.restart("running ")
-                spin.tick()
-        elif p.running("send"):
-            if self.has_tool and spin.label != self.label:
-                spin.restart(self.label)
-            spin.tick()
-
-    def show(self, cmd, data):
-        self.spin.stop()
-        if cmd.role == "tool":
-            self.model_start = time.monotonic()
-        if cmd.role == "send":
-            self.live.feed(data) if data else None
-        elif data:
-            self.repl.out.flush()
-            write_all(self.repl.err.fileno(), data)
-            self.line_open, self.shown, self.quiet = not data.endswith(b"\n"), True, time.monotonic()
-
-    def output(self, cmd, data):
-        if self.pipe.interrupts:
-            self.held[cmd] = self.held.get(cmd, b"") + data
-        else:
-            self.show(cmd, data)
-
-    def show_held(self):
-        for cmd, said in self.held.items():
-            self.show(cmd, _INTERRUPT_NOTE.sub(b"", said))
-
-    def end(self):
-        self.spin.stop()
-        self.live.end()
-
-    def seconds(self):
-        """The step's time: the model's alone when tools ran first."""
-        return time.monotonic() - (self.model_start if self.has_tool else self.start)
+from pantolib.screen import Screen, plural
+from pantolib.slash import Commands, names
+from pantolib.terminal import BOLD, CYAN, DIM, RED, YELLOW
 
 
 class Repl:
-    def __init__(self, path=None, provider=None, model=None, yes=False, max_steps=25, tools=True,
-                 out=None, err=None, history=None, env=None, context_files=True):
-        self.path = path            # the session file, once there is one
-        self.provider = provider    # /model or -p: passed to panto-send
-        self.model = model
-        self.api = None             # --api: passed to panto-send while the provider is its own
-        self.yes = yes
-        self.max_steps = max_steps
-        self.tools = tools
-        self.context_files = context_files     # AGENTS.md / CLAUDE.md into a new session's system prompt
-        self.env = os.environ if env is None else env
-        self.out = out or sys.stdout
-        self.err = err or sys.stderr
-        self.tty = _isatty(self.out)
-        self.color = terminal.styled(self.out, self.env)
-        # the prompt is edited on the terminal: stdout, or stderr when stdout is piped (panto | tee log)
-        shown_on = self.out if self.tty else self.err if _isatty(self.err) else None
-        self.interactive = _isatty(sys.stdin) and shown_on is not None
-        self.echo = not _isatty(sys.stdin)   # a transcript reads better with the prompts in it
-        self.history = history or History(None)
-        self.editor = terminal.LineEditor(0, shown_on.fileno(), self.history.lines, names()) \
-            if self.interactive else None
-        self._held = None           # the terminal's mode while keys are held (a turn runs)
-        self.session = None         # the session as the last pipeline left it
-        self._echo = None           # (bytes, Session) of the last echo, to read the next one quickly
-        self.branch = None          # /rewind: the entry the next prompt continues from
-        self.last_prompt = None     # for /retry
-        self.fill = None            # the last request's share of the context window
-        self.prefill = ""           # text put back at the prompt (/rewind)
-        from pantolib.permissions import Rules
+    """Prompts until Ctrl-D or /quit (loop): a /command goes to the Commands,
+    anything else to the Agent as a turn; and what is shown before the first
+    prompt (banner, load, start_notes, show_last_exchange)."""
 
-        self.rules = Rules()        # the rules files as read at start, and this run's "always"
-        self.irq = Interrupts(0 if self.interactive else None)   # a turn's Ctrl-C presses
-        self.commands = Commands(self)   # the /commands (slash.py)
+    def __init__(self, path=None, provider=None, model=None, api=None, yes=False, max_steps=25, tools=True,
+                 out=None, err=None, history=None, env=None, context_files=True, rules=None):
+        self.settings = Settings(provider=provider, model=model, api=api, yes=yes, tools=tools,
+                                 context_files=context_files, max_steps=max_steps, env=env, rules=rules)
+        self.state = SessionState(path)
+        self.screen = Screen(self.settings.env, out, err, history, names())
+        self.agent = Agent(self.screen, self.settings, self.state)
+        self.commands = Commands(self.screen, self.settings, self.state, self.agent)
+        self.say = self.screen.say
 
-    def api_for(self, provider):
-        """The --api to pass with this provider (None: another provider's API, or none given)."""
-        from pantolib.providers import APIS
-
-        return self.api if self.api and (provider is None or APIS.get(self.api) == provider) else None
-
-    # -- output ------------------------------------------------------------------------
-    def say(self, text="", style=""):
-        if style and self.color:
-            text = style + text + RESET
-        self.out.write(text + "\n")
-        self.out.flush()
-
-    # -- the pipelines -------------------------------------------------------------------
-    def send_cmd(self, prompt_file=None, extra=()):
-        argv = ["--live"]
-        if self.tools and "--compact" not in extra:
-            argv.append("--tools")
-        if self.api_for(self.provider):
-            argv += ["--api", self.api]
-        if self.provider:
-            argv += ["--provider", self.provider]
-        if self.model:
-            argv += ["--model", self.model]
-        if prompt_file:
-            argv += ["--file", prompt_file]
-        if not self.context_files:
-            argv.append("--no-context-files")
-        # its pty is read by LiveReply, never shown as it is: thinking marked dim
-        # there even with NO_COLOR, which the REPL's own drawing honours
-        env = {k: v for k, v in self.env.items() if k != "NO_COLOR"} if "NO_COLOR" in self.env else None
-        return Cmd(command_argv("panto-send", *argv, *extra), stderr="pty", role="send", env=env)
-
-    def source_cmd(self, at=None, whole=False):
-        if not self.path:
-            return []
-        at = at or self.branch
-        # a turn reads only what its request needs, not the whole file (replay --context);
-        # SIGINT ignored: a stream cut short would put the prompt on an earlier entry
-        return [Cmd(command_argv("panto-log", "replay", *(() if whole else ("--context",)),
-                                 *(["--at", at] if at else []), self.path, sigint=False))]
-
-    def sink_cmd(self):
-        return Cmd(command_argv("panto-log", "append", *([self.path] if self.path else []), sigint=False))
-
-    def _tool(self):
-        """panto-tool, handed the rules in effect on its command line (no file
-        a command could write) and a socket only this process reads, where it
-        reports the rules an "always" answer adds."""
-        import socket
-
-        # it draws on a pty, copied to our stderr: colour only if that may have it
-        env = None if terminal.styled(self.err, self.env) else dict(self.env, NO_COLOR="1")
-        mine, theirs = socket.socketpair()
-        argv = ["--live", *(["--yes"] if self.yes else []), "--no-rule-files",
-                *(f"--rule={rule.text}" for rule, _ in self.rules), f"--granted-fd={theirs.fileno()}"]
-        cmd = Cmd(command_argv("panto-tool", *argv), stderr="pty", role="tool", env=env,
-                  pass_fds=(theirs.fileno(),))
-        cmd.channel = (mine, theirs)
-        return cmd
-
-    def _granted(self, cmd):
-        """Take the rules panto-tool reported (it has exited) as this run's."""
-        from pantolib import permissions
-
-        mine, theirs = cmd.channel
-        theirs.close()
-        data = b""
-        try:
-            mine.setblocking(False)
-            while True:
-                chunk = mine.recv(1 << 16)
-                if not chunk:
-                    break
-                data += chunk
-        except OSError:     # nothing more (BlockingIOError) or a broken channel
-            pass
-        finally:
-            mine.close()
-        for line in data.decode("utf-8", "replace").split("\n"):
-            try:
-                self.rules.add(permissions.parse(line), "this run")
-            except ValueError:
-                continue
-
-    def step(self, commands, label="waiting "):
-        """Run one pipeline, drawing what panto-send and panto-tool show;
-        learn the session file from its output."""
-        pipe = Pipeline(commands, interrupts=self.irq)
-        screen = StepScreen(self, pipe, label)
-        esc = None
-        if self.editor is not None and any(c.role == "send" for c in pipe.commands):
-            esc = EscKey(0, self._type_ahead)
-        try:
-            statuses, data = pipe.run(screen.output, screen.tick, esc)
-            screen.show_held()
-        finally:
-            if esc is not None:
-                esc.close()
-            screen.end()
-        seconds = screen.seconds()
-        session = self._read_back(data)
-        self._learn_file(session)
-        return Turn(statuses, session, pipe.interrupts > 0, seconds, screen.live.seen)
-
-    def _learn_file(self, session):
-        """The session file, once a step's echo names one that exists, and the
-        session as it holds it (a first prompt that failed left none)."""
-        if self.path is None and session is not None and session.header is not None:
-            candidate = paths.session_path(session.header)
-            if os.path.exists(candidate):
-                self.path = candidate
-        if session is not None and session.header is not None and self.path is not None:
-            self.session = session
-
-    def _type_ahead(self, data):
-        """Keys typed while a reply streams: they wait for the next prompt."""
-        self.editor.pending += self.editor.decoder.decode(data)
-
-    def _read_back(self, data):
-        """The Session of what panto-log append echoed, or None. The echo
-        usually begins with the whole of the previous one (replay printed
-        the file the last step left): then only the new lines are parsed."""
-        from pantolib import stream
-
-        prev, self._echo = self._echo, None
-        session = None
-        if prev is not None and len(data) >= len(prev[0]) and data.startswith(prev[0]):
-            session = prev[1]
-            try:
-                for line in stream.read(io.BytesIO(data[len(prev[0]):])):
-                    if line.kind == stream.ENTRY:
-                        session.add(line)
-                    elif line.kind == stream.HEADER:
-                        raise PantoError("a second header")
-            except PantoError:
-                session = None
-        if session is None:
-            try:
-                session = read_session(data)
-            except PantoError:
-                return None
-        if session.header is not None:
-            self._echo = (data, session)
-        return session
-
-    # -- keys typed while a turn runs ------------------------------------------------------
-    @property
-    def keys_held(self):
-        """Whether keys are held (hold_keys) while a turn runs."""
-        return self._held is not None
-
-    def hold_keys(self):
-        """No echo while a turn runs: keys typed wait, unseen, for the next
-        prompt (the line editor reads them first). The terminal
-        stays in line mode, so panto-tool's question (which takes it raw and
-        flushes what was typed before it) is still told from a turn."""
-        import termios
-
-        if self.editor is None or self._held is not None:
-            return
-        try:
-            self._held = termios.tcgetattr(0)
-            quiet = termios.tcgetattr(0)
-            quiet[3] &= ~(termios.ECHO | termios.ECHONL)
-            termios.tcsetattr(0, termios.TCSANOW, quiet)
-        except (termios.error, OSError):
-            self._held = None
-
-    def release_keys(self):
-        import termios
-
-        held, self._held = self._held, None
-        if held is not None:
-            try:
-                termios.tcsetattr(0, termios.TCSANOW, held)   # TCSANOW: what was typed stays
-            except (termios.error, OSError):
-                pass
-
-    def turn(self, prompt):
-        """A prompt (None: send the conversation as it is, e.g. /retry), then
-        tool rounds while the model asks for tools (at most max_steps)."""
-        if prompt is not None:
-            self.last_prompt = prompt
-            if self._unanswered_prompt() == prompt:
-                prompt = None   # the same prompt again after a failure: no second user entry
-        if self.irq.count and self.path is None:
-            self.say("[cancelled]", RED)    # nothing sent, no file yet: kept here for /retry
-            return
-        if self.path and self.fill is not None and self.fill > COMPACT_AT and not self.irq.count:
-            self.say(f"[the context is {self.fill:.0%} full: compacting first]", DIM)
-            self.commands.compact(keep=1)
-        t = self.request(prompt)
-        if not t.cancelled and self._context_full(t):
-            self.say("[the context window is full: compacting, then sending again]", YELLOW)
-            at = self.last_prompt_entry(t.session) if t.ok else None
-            if self.commands.compact(at=at["id"] if at else None, keep=1):
-                t = self.request(None)
-        self.agent(t)
-
-    def agent(self, t):
-        """The agent loop after a request: tool rounds while the model asks for
-        tools, at most max_steps requests in all."""
-        steps = 1
-        while (t.ok and not t.cancelled and not self.irq.count and t.session is not None
-               and self._wants_tools(t.session)):
-            if steps >= self.max_steps:
-                n = len(t.session.unanswered_tool_uses())
-                self.say(f"[stopped after {plural(steps, 'step')} (--max-steps): {plural(n, 'tool call')} "
-                         "left unanswered; type a prompt to go on]", RED)
-                return
-            if self.path is None:   # cannot happen after a reply, but never lose the stream
-                self.say("[the session was not saved; stopping]", RED)
-                return
-            tool = self._tool()
-            try:
-                t = self.step(self.source_cmd() + [tool, self.send_cmd(), self.sink_cmd()])
-            finally:
-                self._granted(tool)
-            self.report(t)
-            steps += 1
-        if (t.cancelled or self.irq.count) and not self._aborted_shown(t):
-            self.say("[cancelled]", RED)    # one line: a partial reply's usage line says "aborted"
-
-    @staticmethod
-    def _aborted_shown(t):
-        """Whether a partial reply was shown and kept (its usage line says so)."""
-        leaf = t.session.leaf_message() if t.session is not None and t.shown else None
-        return (leaf is not None and leaf["message"]["role"] == "assistant"
-                and leaf["message"].get("stopReason") == "aborted")
-
-    def request(self, prompt):
-        prompt_file = self._write_prompt(prompt) if prompt is not None else None
-        try:
-            t = self.step(self.source_cmd() + [self.send_cmd(prompt_file), self.sink_cmd()])
-        finally:
-            if prompt_file:
-                os.unlink(prompt_file)
-        if self.branch and (t.session is None or t.session.leaf != self.branch):
-            self.branch = None      # the branch is made: it is the active path now
-        self.report(t)
-        return t
-
-    def _context_full(self, t):
-        if cli.CONTEXT_FULL in t.statuses:
-            return True
-        leaf = t.session.leaf_message() if t.session is not None else None
-        return (t.ok and leaf is not None and leaf["message"]["role"] == "assistant"
-                and leaf["message"].get("stopReason") == "contextFull")
-
-    def _unanswered_prompt(self):
-        """The text of a user prompt at the leaf that got no reply (a failed turn), or None."""
-        if self.session is None or self.branch or self.path is None:
-            return None
-        leaf = self.session.leaf_message()
-        if leaf is None or leaf["message"]["role"] != "user":
-            return None
-        texts = [b.get("text") for b in leaf["message"]["content"] if b.get("type") == "text"]
-        return texts[-1] if texts else None
-
-    @staticmethod
-    def last_prompt_entry(session):
-        for e in reversed(session.message_entries()):
-            m = e["message"]
-            if m["role"] == "user" and any(b.get("type") == "text" for b in m["content"]):
-                return e
-        return None
-
-    @staticmethod
-    def _wants_tools(session):
-        leaf = session.leaf_message()
-        return (leaf is not None and leaf["message"]["role"] == "assistant"
-                and leaf["message"].get("stopReason") == "toolUse" and bool(session.unanswered_tool_uses()))
-
-    def _write_prompt(self, prompt):
-        import tempfile
-
-        fd, name = tempfile.mkstemp(prefix="panto-prompt-", suffix=".txt")
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.write(prompt)
-        return name
-
-    # -- after each reply: one dim line ----------------------------------------------------
-    def report(self, t):
-        if t.session is None or t.cancelled and not t.shown:
-            return
-        leaf = t.session.by_id.get(t.session.leaf) if t.session.leaf else None
-        if leaf is None or leaf.get("type") not in ("message", "compaction"):
-            return
-        msg = leaf.get("message", leaf)
-        if leaf.get("type") == "message" and msg.get("role") != "assistant":
-            return
-        line = self.usage_line(msg, t.seconds)
-        if line:
-            self.say(line, DIM)
-
-    def usage_line(self, msg, seconds):
-        from pantolib import entries
-        from pantolib.prices import format_usd, prompt_tokens, turn_cost
-
-        usage = entries.usage_of(msg)
-        provider, model = msg.get("provider"), msg.get("model")
-        parts = []
-        if usage is not None:
-            tokens_in = prompt_tokens(msg.get("usage"))
-            cached = f" ({usage['cacheRead'] / tokens_in:.0%} cached)" if tokens_in and usage["cacheRead"] else ""
-            parts += [f"{tokens_in:,} in{cached}", f"{usage['output']:,} out"]
-            table = self._prices()
-            if table is not None:
-                cost = turn_cost(usage, table.get(provider, model))
-                if cost is not None:
-                    parts.append(format_usd(cost))
-                fill = self._fill(table, provider, model, tokens_in)
-                if fill is not None:
-                    self.fill = fill
-                    parts.append(f"{fill:.0%} of the context")
-        if msg.get("stopReason") == "aborted":
-            parts.append("aborted")
-        parts.append(f"{seconds:.1f}s")
-        return "  " + " · ".join(parts)
-
-    @staticmethod
-    def _fill(table, provider, model, tokens_in):
-        """The share of the model's context window (models.toml) that tokens_in take, or None."""
-        from pantolib.prices import context_window
-
-        size = context_window(table, provider, model) if table is not None else None
-        return tokens_in / size if size else None
-
-    def _prices(self):
-        from pantolib import models_toml
-
-        try:
-            return models_toml.load(env=self.env)
-        except PantoError:
-            return None
+    def banner(self, session=None):
+        provider, model, base = self.settings.shown(session)
+        return f"panto — {provider}: {model} @ {base}"
 
     # -- resuming ------------------------------------------------------------------------
     def load(self):
-        """Replay the session file (repairing a torn tail): the Session, or None."""
-        t = self.step(self.source_cmd(whole=True))
+        """Replay the session file (repairing a torn tail): the Session (PantoError when it cannot be read)."""
+        t = self.agent.step(self.agent.plumbing.source(whole=True))
         if not t.ok or t.session is None:
-            raise PantoError(f"cannot read the session '{self.path}'")
+            raise PantoError(f"cannot read the session '{self.state.path}'")
         from pantolib import entries
 
         for e in reversed(t.session.message_entries()):    # how full the context was last
@@ -561,7 +52,8 @@ class Repl:
             usage = entries.usage_of(m) if m["role"] == "assistant" else None
             if usage is not None:
                 tokens = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
-                self.fill = self._fill(self._prices(), m.get("provider"), m.get("model"), tokens)
+                self.state.fill = context_fill(load_prices(self.settings.env), m.get("provider"), m.get("model"),
+                                               tokens)
                 break
         return t.session
 
@@ -573,8 +65,6 @@ class Repl:
             if m["role"] == "user" and any(b.get("type") == "text" for b in m["content"]):
                 start = i
                 break
-        from pantolib.markdown import Renderer
-
         for e in entries[start:]:
             m = e["message"]
             for b in m["content"]:
@@ -582,9 +72,7 @@ class Repl:
                 if t == "text" and m["role"] == "user":
                     self.say("> " + terminal.visible(b["text"]), BOLD)
                 elif t == "text" and m["role"] == "assistant":
-                    md = Renderer(self.out, self.tty, self.color,
-                                  width=lambda: terminal.size(self.out.fileno())[0] if self.tty else 80,
-                                  height=lambda: terminal.size(self.out.fileno())[1] if self.tty else 24)
+                    md = self.screen.markdown()
                     md.text(b["text"])
                     md.end()
                 elif t == "toolUse":
@@ -604,192 +92,79 @@ class Repl:
 
     def start_notes(self, session):
         """After the banner: the instruction files a new session will read, and a missing API key."""
-        if session is None and self.context_files:
+        env = self.settings.env
+        if session is None and self.settings.context_files:
             from pantolib import instructions
 
-            found = instructions.find(env=self.env)
+            found = instructions.find(env=env)
             if found.files:
-                names = ", ".join(terminal.visible_line(shown_path(p, self.env)) for p, _ in found.files)
-                self.say(f"instructions: {names}", DIM)
+                shown = ", ".join(terminal.visible_line(shown_path(p, env)) for p, _ in found.files)
+                self.say(f"instructions: {shown}", DIM)
             for note in found.notes:
                 self.say(terminal.visible_line(note), YELLOW)
         from pantolib import providers, turn
 
         try:
-            _, options, key_var = providers.configure({"provider": self.provider, "model": self.model},
-                                                      session.active_model() if session is not None else None,
-                                                      self.env)
+            _, options, key_var = providers.configure({"provider": self.settings.provider,
+                                                       "model": self.settings.model},
+                                                      session.active_model() if session is not None else None, env)
             turn.need_key(options, key_var)
         except PantoError as e:
             self.say(f"{e}: every request will fail until it is", RED)
 
     # -- the loop ------------------------------------------------------------------------
-    def read_line(self):
-        if self.editor is not None:
-            initial, self.prefill = self.prefill, ""
-            prompt = (BOLD + "> " + RESET) if self.color else "> "
-            # again at every prompt: a program run meanwhile (a question of
-            # panto-tool, the editor of /edit) may have turned it off
-            self.out.flush()
-            self.editor.write(terminal.PASTE_ON)
-            text = self.editor.read(prompt, initial)
-            if not self.tty:    # the prompt went to the terminal: the transcript gets it too
-                self.out.write("> " + text + "\n")
-            return text
-        line = sys.stdin.readline()
-        if not line:
-            raise terminal.Edit("eof")
-        text = line.rstrip("\n")
-        while text.endswith("\\"):
-            more = sys.stdin.readline()
-            if not more:
-                break
-            text = text[:-1] + "\n" + more.rstrip("\n")
-        if self.echo:
-            self.out.write("> " + text + "\n")
-            self.out.flush()
-        return text
-
     def loop(self, first=None):
         """Prompts until Ctrl-D or /quit; first: a prompt given on the command line, sent at once."""
-        interrupts = 0
+        interrupts = 0      # Ctrl-C at an empty prompt, in a row
         try:
             while True:
-                with self.irq:      # from here on a Ctrl-C is counted for the turn, never raised
+                with self.agent.irq:      # from here on a Ctrl-C is counted for the turn, never raised
                     try:
                         if first is not None:
                             line, first = first, None
                             self.say("> " + terminal.visible(line), BOLD)
                         else:
-                            line = self.read_line()
+                            line = self.screen.read_line()
                     except (terminal.Edit, KeyboardInterrupt) as e:
                         # Ctrl-C at the prompt, or just before it (then a signal)
                         how, text = (e.how, e.text) if isinstance(e, terminal.Edit) else ("interrupt", "")
                         if how == "eof":
                             return
                         if isinstance(e, KeyboardInterrupt):
-                            self.out.write("\n")
+                            self.screen.out.write("\n")
                         interrupts = interrupts + 1 if not text else 0
                         if interrupts >= 2:
                             self.say("(to quit, press Ctrl-D or type /quit)", DIM)
                         continue
-                    self.irq.count = 0      # Enter: what counts is from now on
+                    self.agent.irq.count = 0      # Enter: what counts is from now on
                     interrupts = 0
-                    text = line.strip()
-                    if not text:
-                        continue
-                    if self.editor is not None:
-                        if self.editor.interrupted_ahead():     # Enter, then at once Ctrl-C
-                            self.irq()
-                        self.history.add(line)
-                    self.hold_keys()
-                    try:
-                        if text.startswith("/") and not text.startswith("//"):
-                            if not self.commands.run(text):
-                                return
-                            continue
-                        if text.startswith("//"):
-                            line = line.replace("/", "", 1)
-                        self.turn(line)
-                    except KeyboardInterrupt:  # between two pipelines: the session is whole
-                        self.say("[cancelled]", RED)
-                    finally:
-                        self.release_keys()
-                    if self.tty:
-                        self.out.write("\n")
+                    if line.strip() and not self.take(line):
+                        return
         finally:
-            if self.editor is not None:
-                self.editor.write(terminal.PASTE_OFF)
-                self.out.flush()
+            self.screen.close()
 
-
-def _line_mode():
-    """Whether the terminal is in line (canonical) mode, as panto leaves it during a turn."""
-    import termios
-
-    try:
-        return bool(termios.tcgetattr(0)[3] & termios.ICANON)
-    except (termios.error, OSError):
-        return False
-
-
-def _has_terminal_open(pipe, role):
-    """Whether the command of that role holds panto's terminal open (Linux:
-    /proc; elsewhere False): panto-tool opens it for its first question."""
-    try:
-        ttys = ("/dev/tty", os.ttyname(0))
-        proc = next(c.proc for c in pipe.commands if c.role == role)
-        fds = f"/proc/{proc.pid}/fd"
-        return any(os.readlink(os.path.join(fds, fd)) in ttys for fd in os.listdir(fds))
-    except (OSError, StopIteration):
-        return False
-
-
-def _isatty(f):
-    try:
-        return f.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-class History:
-    """The prompts typed, kept in the state directory (0600 in 0700); one JSON
-    string a line, so a prompt of many lines is one entry."""
-
-    MAX = 1000
-
-    def __init__(self, path):
-        self.path = path
-        self.lines = []
-        if path is None:
-            return
-        import orjson
-
+    def take(self, line):
+        """A line entered at the prompt: a /command, else a prompt for the agent
+        (// at the start: a prompt starting with /); False to quit."""
+        text = line.strip()
+        if self.screen.editor is not None:
+            if self.screen.editor.interrupted_ahead():     # Enter, then at once Ctrl-C
+                self.agent.irq()
+            self.screen.history.add(line)
+        self.screen.hold_keys()
         try:
-            with open(path, "rb") as f:
-                for raw in f.read().splitlines()[-self.MAX:]:
-                    try:
-                        item = orjson.loads(raw) if raw.startswith(b'"') else raw.decode("utf-8", "replace")
-                    except orjson.JSONDecodeError:
-                        item = raw.decode("utf-8", "replace")
-                    if isinstance(item, str) and item:
-                        self.lines.append(item)
-        except OSError:
-            pass
-
-    def add(self, text):
-        if self.lines and self.lines[-1] == text:
-            return
-        self.lines.append(text)
-        if self.path is None:
-            return
-        import orjson
-
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, orjson.dumps(text) + b"\n")
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
-
-
-def setup_history(env=None):
-    """The persistent prompt history (a History)."""
-    path = os.path.join(paths.state_dir(env), "history")
-    try:
-        paths.make_dirs(os.path.dirname(path))   # 0700 whatever the umask
-        if not os.path.exists(path):
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    except OSError:
-        return History(None)
-    return History(path)
-
-
-def banner(r, session=None):
-    provider, model, base = settings(r.provider, r.model, session, r.env, r.api_for(r.provider))
-    return f"panto — {provider}: {model} @ {base}"
+            if text.startswith("/") and not text.startswith("//"):
+                return self.commands.run(text)
+            if text.startswith("//"):
+                line = line.replace("/", "", 1)
+            self.agent.turn(line)
+        except KeyboardInterrupt:  # between two pipelines: the session is whole
+            self.say("[cancelled]", RED)
+        finally:
+            self.screen.release_keys()
+        if self.screen.tty:
+            self.screen.out.write("\n")
+        return True
 
 
 def shown_path(path, env=None):

@@ -6,10 +6,12 @@ import signal
 import subprocess
 
 from pantolib import cli, paths, terminal
-from pantolib.terminal import BOLD, DIM, RED
+from pantolib.agent import last_prompt_entry
 from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
 from pantolib.providers import NAMES as PROVIDERS
+from pantolib.screen import plural
+from pantolib.terminal import BOLD, DIM, RED
 
 HELP = """\
 commands:
@@ -41,100 +43,35 @@ def names():
     return sorted(set(re.findall(r"^  (/[a-z]+)", HELP, re.M)))
 
 
-def plural(n, word, many=None):
-    return f"{n:,} {word if n == 1 else (many or word + 's')}"
-
-
-def settings(provider=None, model=None, session=None, env=None, api=None):
-    """(provider, model, base URL shown) as panto-send will choose them: option,
-    then the session's active model, then the environment."""
-    from pantolib import providers, secrets
-
-    env = os.environ if env is None else env
-    active = session.active_model() if session is not None else None
-    name, options, _ = providers.configure({"provider": provider, "model": model, "api": api}, active, env)
-    return name, options.model, secrets.shown_url(options.base_url)
-
-
 class Commands:
-    """The /commands of a Repl, which is handed in and used for:
+    """The /commands, handed what they use:
 
-    - showing: say, out, tty, echo, editor (the prompt's LineEditor, or None);
-      keys_held, hold_keys and release_keys around $EDITOR;
-    - the settings it changes or shows: provider, model, env, api_for, fill,
-      yes, rules (this run's permission rules);
-    - where the conversation stands, which it moves: path, session, branch,
-      prefill, last_prompt, last_prompt_entry;
-    - running a turn: turn, agent, request, step, source_cmd, send_cmd,
-      sink_cmd, report.
+    screen    what is shown and asked (screen.Screen), and the keys, let go around $EDITOR;
+    settings  the provider and model (/model), --yes and the permission rules (/allowed);
+    state     where the conversation stands (agent.SessionState), which /rewind, /retry, /fork move;
+    agent     what runs a turn (/retry, /edit) or a compaction (/compact).
+
+    /NAME ARG runs do_NAME(ARG), as the standard library's cmd module does.
     """
 
-    def __init__(self, repl):
-        self.repl = repl
-        self.say = repl.say
+    def __init__(self, screen, settings, state, agent):
+        self.screen, self.settings, self.state, self.agent = screen, settings, state, agent
+        self.say = screen.say
 
     def run(self, line):
         """A /command: False to quit."""
         name, _, rest = line.strip().partition(" ")
-        rest = rest.strip()
-        args = rest.split()
         if name in ("/quit", "/exit", "/q"):
             return False
-        if name == "/help":
-            self.say(HELP)
-        elif name == "/model":
-            if not args:
-                provider, model, base = settings(self.repl.provider, self.repl.model, self.repl.session, self.repl.env,
-                                                 self.repl.api_for(self.repl.provider))
-                self.say(f"model: {provider}: {model} @ {base}")
-            elif len(args) != 2 or args[0] not in PROVIDERS:
-                self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
-            else:
-                self.repl.provider, self.repl.model = args
-                self.repl.fill = None
-                self.say(f"model: {self.repl.provider}: {self.repl.model} (from the next prompt on)")
-        elif name == "/cost":
-            if self.repl.path is None:
-                self.say("nothing spent yet: no session file")
-            else:
-                self._show(command_argv("panto-cost", self.repl.path))
-        elif name == "/session":
-            self.say(self.repl.path or "no session file yet (it is created by the first reply)")
-        elif name == "/edit":
-            text = self.edit_prompt(rest)
-            if text and self.repl.editor is not None:
-                self.repl.prefill = text     # back at the prompt for a last look: Enter sends it
-            elif text:
-                lines = text.split("\n")
-                more = f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
-                self.say("> " + terminal.visible(lines[0]) + more, BOLD)
-                self.repl.turn(text)
-        elif name == "/retry":
-            self.retry()
-        elif name == "/rewind":
-            self.rewind(rest)
-        elif name == "/tree":
-            if self._need_file():
-                self.tree()
-        elif name == "/fork":
-            self.fork()
-        elif name == "/name":
-            if not rest:
-                self.say("usage: /name TITLE", RED)
-            elif self._need_file():
-                if self._show(command_argv("panto-log", "name", rest, self.repl.path)):
-                    self.say(f"named: {terminal.visible_line(rest)}")
-        elif name == "/compact":
-            if self._need_file():
-                self.compact(instructions=rest or None)
-        elif name == "/allowed":
-            self.allowed(rest)
-        else:
+        handler = getattr(self, "do_" + name[1:], None)
+        if handler is None:
             self.say(f"unknown command '{terminal.visible_line(name)}' (try /help)", RED)
+        else:
+            handler(rest.strip())
         return True
 
     def _need_file(self):
-        if self.repl.path is None:
+        if self.state.path is None:
             self.say("no session file yet (it is created by the first reply)")
             return False
         return True
@@ -144,114 +81,102 @@ class Commands:
         pipe = Pipeline([Cmd(argv)])
         statuses, data = pipe.run()
         if data:
-            self.repl.out.write(terminal.visible(data.decode("utf-8", "replace")))
-            self.repl.out.flush()
+            self.screen.out.write(terminal.visible(data.decode("utf-8", "replace")))
+            self.screen.out.flush()
         return statuses == [cli.OK]
 
-    def retry(self):
-        if self.repl.path is None:
-            if self.repl.last_prompt is None:
-                self.say("nothing to retry yet")
-            else:
-                self.repl.turn(self.repl.last_prompt)
-            return
-        session = self.repl.session
-        if session is None:
-            self.say("nothing to retry yet")
-            return
-        leaf = session.leaf_message()
-        prompt = self.repl.last_prompt_entry(session)
-        text = prompt and next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
-        if self.repl.last_prompt is not None and text != self.repl.last_prompt and not self.repl.branch:
-            # the last prompt typed never reached the file: send that one, never an earlier one
-            self.say("retrying: " + terminal.visible_line(self.repl.last_prompt)[:200], DIM)
-            self.repl.turn(self.repl.last_prompt)
-            return
-        if prompt is None:
-            self.say("nothing to retry yet")
-            return
-        self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
-        # after a failed turn the prompt is the leaf: send it as it is; after a
-        # reply: a new reply to the same prompt, beside the old one (a branch)
-        self.repl.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
-        self.repl.agent(self.repl.request(None))
+    # -- the settings ------------------------------------------------------------------
+    def do_help(self, arg):
+        self.say(HELP)
 
-    def prompts(self):
-        """The user prompts on the active path: [(entry, text)], read from the
-        file when the turns' stream leaves out what came before a compaction."""
-        from pantolib import stream
-
-        session = self.repl.session
-        if session is not None and stream.is_partial(session.header) and self.repl.path:
-            statuses, data = Pipeline(self.repl.source_cmd(whole=True)).run()
-            try:
-                session = read_session(data) if statuses == [0] else session
-            except PantoError:
-                pass    # the partial path still names the prompts since the compaction
-        out = []
-        for e in (session.message_entries() if session else []):
-            m = e["message"]
-            texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
-            if m["role"] == "user" and texts:
-                out.append((e, texts[-1]))
-        return out
-
-    def rewind(self, arg):
-        found = self.prompts()
-        if not found:
-            self.say("no prompts to go back to")
-            return
-        if not arg:
-            for i, (e, text) in enumerate(found, 1):
-                first = terminal.visible_line(text.strip().split("\n")[0])[:100]
-                self.say(f"{i:3}  {e['id'][:8]}  {first}")
-            arg = self.ask_line("rewind to (number, Enter to cancel): ").strip()
-            if not arg:
-                self.say("nothing taken back", DIM)
-                return
-            if not (arg.isdigit() and 1 <= int(arg) <= len(found)):
-                self.say(f"'{terminal.visible_line(arg)[:40]}' is not a number from 1 to {len(found)}: "
-                         "nothing taken back", RED)
-                return
-        chosen = None
-        if arg.isdigit() and 1 <= int(arg) <= len(found):
-            chosen = found[int(arg) - 1]
+    def do_model(self, arg):
+        args = arg.split()
+        if not args:
+            provider, model, base = self.settings.shown(self.state.session)
+            self.say(f"model: {provider}: {model} @ {base}")
+        elif len(args) != 2 or args[0] not in PROVIDERS:
+            self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
         else:
-            matches = [f for f in found if f[0]["id"].startswith(arg)]
-            if len(matches) == 1:
-                chosen = matches[0]
-        if chosen is None:
-            self.say(f"no prompt '{terminal.visible_line(arg)}' (see /rewind)", RED)
-            return
-        entry, text = chosen
-        parent = entry.get("parentId")
-        if parent is None:
-            self.say("that prompt has nothing before it to continue from", RED)
-            return
-        self.repl.branch = parent
-        self.repl.prefill = text
-        self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
-        self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
+            self.settings.provider, self.settings.model = args
+            self.state.fill = None      # another model's context window
+            self.say(f"model: {self.settings.provider}: {self.settings.model} (from the next prompt on)")
 
-    def fork(self):
+    def do_allowed(self, arg):
+        from pantolib import permissions
+
+        rules = self.settings.rules
+        if arg == "clear":
+            n = sum(1 for _, origin in rules if origin == "this run")
+            rules.remove_from("this run")
+            self.say(f"this run's rules cleared ({n}): what they allowed asks again" if n else
+                     "no rules of this run to clear")
+            return
+        if arg:
+            self.say("usage: /allowed [clear]", RED)
+            return
+        if self.settings.yes:
+            self.say("--yes: every call runs without asking", DIM)
+        if not len(rules):
+            self.say("no rules: every bash, write and edit call asks "
+                     f"(rules that last go in {terminal.visible_line(permissions.user_file(self.settings.env))})")
+            return
+        width = max(len(rule.text) for rule, _ in rules)
+        for rule, origin in rules:
+            self.say(f"  {terminal.visible_line(rule.text):<{width}}  {terminal.visible_line(origin)}")
+
+    # -- the session file --------------------------------------------------------------
+    def do_session(self, arg):
+        self.say(self.state.path or "no session file yet (it is created by the first reply)")
+
+    def do_cost(self, arg):
+        if self.state.path is None:
+            self.say("nothing spent yet: no session file")
+        else:
+            self._show(command_argv("panto-cost", self.state.path))
+
+    def do_name(self, arg):
+        if not arg:
+            self.say("usage: /name TITLE", RED)
+        elif self._need_file():
+            if self._show(command_argv("panto-log", "name", arg, self.state.path)):
+                self.say(f"named: {terminal.visible_line(arg)}")
+
+    def do_compact(self, arg):
+        if self._need_file():
+            self.agent.compact(instructions=arg or None)
+
+    def do_tree(self, arg):
+        """The session file's prompts and replies as a tree (tree_rows)."""
         if not self._need_file():
             return
-        from pantolib import entries, stream
+        statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.state.path))]).run()
+        try:
+            session = read_session(data) if statuses == [cli.OK] else None
+        except PantoError:
+            session = None
+        if session is None:
+            self.say("cannot read the session to draw its tree", RED)
+            return
+        leaf = self.state.leaf()
+        if leaf not in session.by_id:
+            leaf = session.leaf
+        rows = tree_rows(session, leaf, self.screen.columns())
+        if not rows:
+            self.say("no prompts yet")
+        for text, active in rows:
+            self.say(text, BOLD if active else "")
 
-        leaf = self.repl.branch or (self.repl.session.leaf if self.repl.session else None)
-        src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.repl.path))])
+    def do_fork(self, arg):
+        if not self._need_file():
+            return
+        leaf = self.state.leaf()
+        src = Pipeline([Cmd(command_argv("panto-log", "replay", *(["--at", leaf] if leaf else []), self.state.path))])
         statuses, data = src.run()
         if statuses != [cli.OK] or not data:
             self.say("cannot fork: the session could not be read", RED)
             return
-        first, _, rest = data.partition(b"\n")
-        import orjson
-
-        old = orjson.loads(first)
-        header = entries.make_header()
-        header["parentSession"] = old.get("id")
-        sink = Pipeline([self._sink_new()], stdin_data=stream.dumps(header) + rest)
-        statuses, echoed = sink.run()
+        header, lines = forked(data)
+        statuses, echoed = Pipeline([Cmd(command_argv("panto-log", "append", sigint=False))], stdin_data=lines).run()
         try:
             session = read_session(echoed)
         except PantoError:
@@ -259,10 +184,10 @@ class Commands:
         if statuses != [cli.OK] or session is None or session.header is None:
             self.say("cannot fork: the new session could not be written", RED)
             return
-        old_path, self.repl.path = self.repl.path, paths.session_path(session.header)
-        self.repl.session, self.repl.branch = session, None
+        old_path, self.state.path = self.state.path, paths.session_path(session.header)
+        self.state.session, self.state.branch = session, None
         self._keep_title(old_path, session)
-        self.say(f"forked: now in session {header['id']} (from {old.get('id')})")
+        self.say(f"forked: now in session {header['id']} (from {header['parentSession']})")
 
     def _keep_title(self, old_path, session):
         """The title (/name) of the session forked from, written into the new file when its path lacks it."""
@@ -277,148 +202,168 @@ class Commands:
         names = [e.get("name") for e in session.by_id.values() if e.get("type") == "sessionInfo"]
         if names and names[-1] == title:
             return
-        if not self._show(command_argv("panto-log", "name", title, self.repl.path)):
+        if not self._show(command_argv("panto-log", "name", title, self.state.path)):
             self.say("the title was not kept in the new session (/name TITLE gives it one)", RED)
 
-    def _sink_new(self):
-        return Cmd(command_argv("panto-log", "append", sigint=False))
+    # -- the prompts -------------------------------------------------------------------
+    def do_edit(self, arg):
+        text = edit_prompt(self.screen, self.settings.env, arg)
+        if text and self.screen.editor is not None:
+            self.screen.prefill = text     # back at the prompt for a last look: Enter sends it
+        elif text:
+            lines = text.split("\n")
+            more = f"  … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
+            self.say("> " + terminal.visible(lines[0]) + more, BOLD)
+            self.agent.turn(text)
 
-    def compact(self, instructions=None, at=None, keep=None):
-        """Compact the session (panto-send --compact); True when it worked.
-        By itself panto keeps only the last prompt (keep=1): the context is full."""
-        if not self._compactable(at, keep):
-            self.say("nothing to compact yet", DIM)
-            return False
-        extra = ["--compact"] + (["--keep", str(keep)] if keep else []) + ([instructions] if instructions else [])
-        before = self.repl.session.leaf if self.repl.session is not None else None
-        t = self.repl.step(self.repl.source_cmd(at=at) + [self.repl.send_cmd(extra=extra), self.repl.sink_cmd()], "compacting ")
-        if t.cancelled:
-            self.say("[cancelled]", RED)
-            return False
-        if not t.ok:
-            self.say("[compaction failed]", RED)
-            return False
-        self.repl.branch = None
-        if t.session is None or t.session.leaf == before or \
-                t.session.by_id.get(t.session.leaf, {}).get("type") != "compaction":
-            self.say("nothing to compact yet", DIM)      # no request was made: no usage line
-            return False
-        self.repl.fill = None
-        self.repl.report(t)
-        return True
-
-    def _compactable(self, at, keep):
-        """Whether the conversation has a part before the kept prompts to summarize (compaction.py's rule);
-        True when it cannot be told here (the send decides then)."""
-        from pantolib import compaction
-
-        if self.repl.session is None or (at or self.repl.branch):
-            return True
-        try:
-            _, _, kept = self.repl.session.context()
-        except (KeyError, TypeError, ValueError):
-            return True
-        return compaction.cut(kept, keep or compaction.DEFAULT_KEEP) > 0
-
-    def allowed(self, arg):
-        from pantolib import permissions
-
-        if arg == "clear":
-            n = sum(1 for _, origin in self.repl.rules if origin == "this run")
-            self.repl.rules.remove_from("this run")
-            self.say(f"this run's rules cleared ({n}): what they allowed asks again" if n else
-                     "no rules of this run to clear")
+    def do_retry(self, arg):
+        state = self.state
+        if state.path is None:
+            if state.last_prompt is None:
+                self.say("nothing to retry yet")
+            else:
+                self.agent.turn(state.last_prompt)
             return
-        if arg:
-            self.say("usage: /allowed [clear]", RED)
-            return
-        if self.repl.yes:
-            self.say("--yes: every call runs without asking", DIM)
-        if not len(self.repl.rules):
-            self.say("no rules: every bash, write and edit call asks "
-                     f"(rules that last go in {terminal.visible_line(permissions.user_file(self.repl.env))})")
-            return
-        width = max(len(rule.text) for rule, _ in self.repl.rules)
-        for rule, origin in self.repl.rules:
-            self.say(f"  {terminal.visible_line(rule.text):<{width}}  {terminal.visible_line(origin)}")
-
-    def edit_prompt(self, initial=""):
-        """Write a prompt in $VISUAL or $EDITOR (vi): its text, or None when left empty."""
-        import shlex
-        import tempfile
-
-        editor = self.repl.env.get("VISUAL") or self.repl.env.get("EDITOR") or "vi"
-        fd, name = tempfile.mkstemp(prefix="panto-prompt-", suffix=".md")   # 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(initial)
-            # Ctrl-C belongs to the editor while it runs, not to panto
-            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            held = self.repl.keys_held
-            self.repl.release_keys()     # the editor gets the terminal as the person left it
-            try:
-                status = subprocess.call(shlex.split(editor) + [name],
-                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-            except (OSError, ValueError, subprocess.SubprocessError) as e:
-                self.say(f"cannot start the editor '{terminal.visible_line(editor)}': {e}", RED)
-                return None
-            finally:
-                signal.signal(signal.SIGINT, old)
-                if held:
-                    self.repl.hold_keys()
-            if status != 0:
-                self.say(f"the editor exited with status {status}: nothing sent", RED)
-                return None
-            with open(name, encoding="utf-8", errors="surrogateescape") as f:
-                text = f.read()
-        finally:
-            try:
-                os.unlink(name)
-            except OSError:
-                pass
-        text = text.rstrip("\n")
-        if not text.strip():
-            self.say("empty prompt: nothing sent", DIM)
-            return None
-        return text
-
-    # -- questions and the tree --------------------------------------------------------
-    def ask_line(self, question):
-        """A line typed in answer to a question on its own line ("" for Enter, Ctrl-C or Ctrl-D)."""
-        import sys
-
-        if self.repl.editor is not None:
-            self.repl.out.flush()
-            try:
-                return self.repl.editor.read(question, history=False)
-            except (terminal.Edit, KeyboardInterrupt):
-                return ""
-        self.repl.out.write(question)
-        line = sys.stdin.readline()
-        if self.repl.echo:
-            self.repl.out.write(line if line.endswith("\n") else line + "\n")
-        self.repl.out.flush()
-        return line.rstrip("\n")
-
-    def tree(self):
-        """The session file's prompts and replies as a tree (tree_rows)."""
-        statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", self.repl.path))]).run()
-        try:
-            session = read_session(data) if statuses == [cli.OK] else None
-        except PantoError:
-            session = None
+        session = state.session
         if session is None:
-            self.say("cannot read the session to draw its tree", RED)
+            self.say("nothing to retry yet")
             return
-        leaf = self.repl.branch or (self.repl.session.leaf if self.repl.session is not None else None)
-        if leaf not in session.by_id:
-            leaf = session.leaf
-        cols = terminal.size(self.repl.out.fileno())[0] if self.repl.tty else 80
-        rows = tree_rows(session, leaf, cols)
-        if not rows:
-            self.say("no prompts yet")
-        for text, active in rows:
-            self.say(text, BOLD if active else "")
+        leaf = session.leaf_message()
+        prompt = last_prompt_entry(session)
+        text = prompt and next(b["text"] for b in reversed(prompt["message"]["content"]) if b.get("type") == "text")
+        if state.last_prompt is not None and text != state.last_prompt and not state.branch:
+            # the last prompt typed never reached the file: send that one, never an earlier one
+            self.say("retrying: " + terminal.visible_line(state.last_prompt)[:200], DIM)
+            self.agent.turn(state.last_prompt)
+            return
+        if prompt is None:
+            self.say("nothing to retry yet")
+            return
+        self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
+        # after a failed turn the prompt is the leaf: send it as it is; after a
+        # reply: a new reply to the same prompt, beside the old one (a branch)
+        state.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
+        self.agent.tool_rounds(self.agent.request(None))
+
+    def do_rewind(self, arg):
+        found = self.prompts()
+        if not found:
+            self.say("no prompts to go back to")
+            return
+        chosen = self._choose(found, arg)
+        if chosen is None:
+            return
+        entry, text = chosen
+        parent = entry.get("parentId")
+        if parent is None:
+            self.say("that prompt has nothing before it to continue from", RED)
+            return
+        self.state.branch = parent
+        self.screen.prefill = text
+        self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
+        self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
+
+    def _choose(self, found, arg):
+        """The (entry, text) of found that arg names (a number or an id prefix),
+        asked for when arg is empty; None (and why, shown) when there is none."""
+        if not arg:
+            for i, (e, text) in enumerate(found, 1):
+                first = terminal.visible_line(text.strip().split("\n")[0])[:100]
+                self.say(f"{i:3}  {e['id'][:8]}  {first}")
+            arg = self.screen.ask_line("rewind to (number, Enter to cancel): ").strip()
+            if not arg:
+                self.say("nothing taken back", DIM)
+                return None
+            if not (arg.isdigit() and 1 <= int(arg) <= len(found)):
+                self.say(f"'{terminal.visible_line(arg)[:40]}' is not a number from 1 to {len(found)}: "
+                         "nothing taken back", RED)
+                return None
+        if arg.isdigit() and 1 <= int(arg) <= len(found):
+            return found[int(arg) - 1]
+        matches = [f for f in found if f[0]["id"].startswith(arg)]
+        if len(matches) == 1:
+            return matches[0]
+        self.say(f"no prompt '{terminal.visible_line(arg)}' (see /rewind)", RED)
+        return None
+
+    def prompts(self):
+        """The user prompts on the active path (user_prompts), read from the
+        file when the turns' stream leaves out what came before a compaction."""
+        from pantolib import stream
+
+        session = self.state.session
+        if session is not None and stream.is_partial(session.header) and self.state.path:
+            statuses, data = Pipeline(self.agent.plumbing.source(whole=True)).run()
+            try:
+                session = read_session(data) if statuses == [0] else session
+            except PantoError:
+                pass    # the partial path still names the prompts since the compaction
+        return user_prompts(session) if session else []
+
+
+def user_prompts(session):
+    """[(entry, text)] of the user messages with text on the session's path."""
+    out = []
+    for e in session.message_entries():
+        m = e["message"]
+        texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
+        if m["role"] == "user" and texts:
+            out.append((e, texts[-1]))
+    return out
+
+
+def forked(data):
+    """A new session holding the entries of the stream data (its parentSession:
+    data's session): (its header, its stream)."""
+    import orjson
+
+    from pantolib import entries, stream
+
+    first, _, rest = data.partition(b"\n")
+    header = entries.make_header()
+    header["parentSession"] = orjson.loads(first).get("id")
+    return header, stream.dumps(header) + rest
+
+
+def edit_prompt(screen, env, initial=""):
+    """Write a prompt in $VISUAL or $EDITOR (vi): its text, or None when left empty."""
+    import shlex
+    import tempfile
+
+    editor = env.get("VISUAL") or env.get("EDITOR") or "vi"
+    fd, name = tempfile.mkstemp(prefix="panto-prompt-", suffix=".md")   # 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(initial)
+        # Ctrl-C belongs to the editor while it runs, not to panto
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        held = screen.keys_held
+        screen.release_keys()     # the editor gets the terminal as the person left it
+        try:
+            status = subprocess.call(shlex.split(editor) + [name],
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        except (OSError, ValueError, subprocess.SubprocessError) as e:
+            screen.say(f"cannot start the editor '{terminal.visible_line(editor)}': {e}", RED)
+            return None
+        finally:
+            signal.signal(signal.SIGINT, old)
+            if held:
+                screen.hold_keys()
+        if status != 0:
+            screen.say(f"the editor exited with status {status}: nothing sent", RED)
+            return None
+        with open(name, encoding="utf-8", errors="surrogateescape") as f:
+            text = f.read()
+    finally:
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+    text = text.rstrip("\n")
+    if not text.strip():
+        screen.say("empty prompt: nothing sent", DIM)
+        return None
+    return text
 
 
 def _label(entry):

@@ -51,7 +51,7 @@ NAME = "panto"
 @cli.command(NAME)
 def main(argv=None):
     args = cli.parse(__doc__, argv)
-    from pantolib import repl
+    from pantolib import repl, screen
     from pantolib.errors import UsageError
     from pantolib.providers import APIS, NAMES as PROVIDERS
 
@@ -93,17 +93,15 @@ def main(argv=None):
     rules, problems = permissions.load()    # once: nothing a command writes later changes this run
     for problem in problems:
         cli.warn(NAME, problem)
-    r = repl.Repl(path=path, provider=provider, model=args["--model"], yes=args["--yes"],
-                  max_steps=max_steps, tools=not args["--no-tools"], history=repl.setup_history(),
-                  context_files=not args["--no-context-files"])
-    r.rules = rules
-    r.api = api
+    r = repl.Repl(path=path, provider=provider, model=args["--model"], api=api, yes=args["--yes"],
+                  max_steps=max_steps, tools=not args["--no-tools"], history=screen.setup_history(),
+                  context_files=not args["--no-context-files"], rules=rules)
     session = None
     if path is not None:
         session = r.load()
         count = sum(1 for line in session.lines if line.kind != "header")
         r.say(f"resumed session {session.header['id'] if session.header else os.path.basename(path)} "
-              f"({repl.plural(count, 'entry', 'entries')})")
+              f"({screen.plural(count, 'entry', 'entries')})")
         started = (session.header or {}).get("cwd")
         if isinstance(started, str) and started != os.getcwd():
             from pantolib.terminal import visible_line
@@ -112,7 +110,7 @@ def main(argv=None):
                   f"tools run here, in {visible_line(os.getcwd())}")
     elif resume:
         r.say("no sessions to resume; starting fresh.")
-    r.say(repl.banner(r, session))
+    r.say(r.banner(session))
     r.start_notes(session)
     if session is not None:
         r.show_last_exchange(session)

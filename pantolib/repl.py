@@ -45,15 +45,13 @@ class Repl:
         t = self.agent.step(self.agent.plumbing.source(whole=True))
         if not t.ok or t.session is None:
             raise PantoError(f"cannot read the session '{self.state.path}'")
-        from pantolib import entries
+        from pantolib.prices import prompt_tokens
 
         for e in reversed(t.session.message_entries()):    # how full the context was last
             m = e["message"]
-            usage = entries.usage_of(m) if m["role"] == "assistant" else None
-            if usage is not None:
-                tokens = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
+            if m["role"] == "assistant" and type(m.get("usage")) is dict:
                 self.state.fill = context_fill(load_prices(self.settings.env), m.get("provider"), m.get("model"),
-                                               tokens)
+                                               prompt_tokens(m["usage"]))
                 break
         return t.session
 

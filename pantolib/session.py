@@ -68,129 +68,77 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
     keeps constant memory); with ids, `ids` maps each to its index.node.
     """
     r = result or Scan()
+    lines = _Lines(path, r, skip_bad, ids)
     own = f is None
     if own:
         f = open(path, "rb")
-    node = index.node
-    loads, classify, decode_error = orjson.loads, stream.classify, orjson.JSONDecodeError
-    ENTRY, HEADER = stream.ENTRY, stream.HEADER
-    keep = r.ids if ids else None
-    pending, bad = [], r.bad
-    lineno_ = [lineno]
-    _NOT_PARSED, _INVALID = object(), object()
-
-    def one(raw, offset, obj):
-        """Every line but the common one (which the loop below takes itself)."""
-        nonlocal pending
-        lineno = lineno_[0]
-        n = len(raw)
-        why = None
-        if raw[n - 1] != 10:                       # no line feed: the last line
-            why = "the last line has no line feed"
-            if not bytes(raw).strip():
-                return
-        else:
-            if obj is _NOT_PARSED:
-                try:
-                    obj = loads(raw)
-                except decode_error:
-                    obj = _INVALID
-            if obj is _INVALID:
-                if not bytes(raw).strip():          # a blank line
-                    if not pending:
-                        r.end, r.end_line = offset + n, lineno
-                    return
-                why = "not valid JSON"
-            elif type(obj) is not dict:
-                why = "not a JSON object"
-        if why is None or (obj is _INVALID and stream.too_deep(raw)):
-            try:
-                if why is not None:              # complete, but too deep to read: not torn
-                    raise ValueError(stream.DEEP)
-                kind = classify(obj)
-            except ValueError as e:
-                if r.header is None:
-                    raise SessionError(f"not a panto session (the first line is not a valid "
-                                       f"session header: {e})", path, lineno) from None
-                if not skip_bad:
-                    raise SessionError(str(e), path, lineno) from None
-                bad.extend(pending)
-                pending = []
-                bad.append((lineno, offset, offset + n, str(e)))
-                r.end, r.end_line = offset + n, lineno
-                return
-            if kind is ENTRY:
-                pass
-            elif r.header is None:
-                if kind is not HEADER:
-                    raise SessionError("not a panto session (the first line is not a session header)",
-                                       path, lineno)
-                if stream.is_partial(obj):
-                    raise SessionError("a partial stream (panto-log replay --context), not a session "
-                                       "file: it leaves entries out", path, lineno)
-                r.header, r.header_raw = obj, bytes(raw)
-                migrate(obj, path)
-                r.end, r.end_line = offset + n, lineno
-                return
-            elif kind is HEADER:
-                why = "a session header after the first line"
-            else:
-                if not skip_bad:
-                    raise SessionError("an entry without an 'id' in a session file", path, lineno)
-                bad.extend(pending)
-                pending = []
-                bad.append((lineno, offset, offset + n, "an entry without an 'id'"))
-                r.end, r.end_line = offset + n, lineno
-                return
-        if why is not None:
-            if r.header is None:
-                raise SessionError(f"not a panto session (the first line is not a session header: "
-                                   f"{why})", path, lineno)
-            pending.append((lineno, offset, offset + n, why))
-            return
-        if pending:           # valid after torn-looking lines: they are bad lines
-            bad.extend(pending)
-            pending = []
-        if bad:
-            r.after += 1
-        eid = obj["id"]
-        if keep is not None:
-            keep[eid] = node(obj, offset, offset + n)
-        r.leaf = eid
-        r.end, r.end_line = offset + n, lineno
-
     try:
         f.seek(start)
-        r.end = base = start
-        r.end_line = lineno
-        read, carry = f.read, []
-        while True:
-            chunk = read(CHUNK)
-            if not chunk:
-                if carry:                     # the last line, without its line feed
-                    tail = b"".join(carry)
-                    lineno_[0] += 1
-                    one(memoryview(tail), base, _NOT_PARSED)
-                    base += len(tail)
-                break
+        r.end, r.end_line = start, lineno
+        r.size = lines.read(f, start, lineno)
+    finally:
+        if own:
+            f.close()
+    if r.header is None:
+        raise SessionError("not a panto session (empty file)", path)
+    r.cut_line = lines.pending[0][0] if lines.pending else None
+    if r.bad and not skip_bad:
+        raise bad_line_error(path, r)
+    return r
+
+
+def _pieces(f):
+    """f's bytes from where it stands, as (data, stop): each read of about
+    CHUNK bytes, whole lines up to `stop` (a line longer than a read is
+    gathered first); last, what follows the last line feed, with stop None."""
+    read, carry = f.read, []
+    while True:
+        chunk = read(CHUNK)
+        if not chunk:
             if carry:
-                carry.append(chunk)
-                if chunk.find(b"\n") < 0:     # a line longer than a chunk: gather it
-                    continue
-                chunk = b"".join(carry)
-                carry = []
+                yield b"".join(carry), None
+            return
+        stop = chunk.rfind(b"\n") + 1
+        if not stop:
+            carry.append(chunk)
+            continue
+        if carry:
+            carry.append(chunk)
+            chunk = b"".join(carry)
+            stop += len(chunk) - len(carry[-1])
+        yield chunk, stop
+        carry = [chunk[stop:]] if stop < len(chunk) else []
+
+
+class _Lines:
+    """scan's rules for each line of one file, taking what they find into a Scan."""
+
+    def __init__(self, path, r, skip_bad, ids):
+        self.path, self.r, self.skip_bad = path, r, skip_bad
+        self.keep = r.ids if ids else None
+        self.pending = []        # torn-looking lines with nothing valid after them (yet)
+
+    def read(self, f, base, lineno):
+        """Take in every line of f from byte `base` (line `lineno`); return
+        where the file ends. The common line, a valid entry after the header
+        with nothing torn-looking before it, is taken here (the hot path of
+        append and replay: `entry` inline); every other goes to `other`."""
+        r, keep, pending, bad, other = self.r, self.keep, self.pending, self.r.bad, self.other
+        node, loads, classify, decode_error = index.node, orjson.loads, stream.classify, orjson.JSONDecodeError
+        ENTRY, NOT_JSON = stream.ENTRY, stream.NOT_JSON
+        for chunk, stop in _pieces(f):
+            if stop is None:                  # the last line, without its line feed
+                other(memoryview(chunk), base, None, lineno + 1)
+                return base + len(chunk)
             view, find, p = memoryview(chunk), chunk.find, 0
-            while True:
+            while p < stop:
                 e = find(b"\n", p) + 1
-                if not e:
-                    break
                 raw = view[p:e]
-                lineno_[0] += 1
-                # the common line: a valid entry after the header, nothing torn-looking before it
+                lineno += 1
                 try:
                     obj = loads(raw)
                 except decode_error:
-                    obj = _INVALID
+                    obj = NOT_JSON
                 if type(obj) is dict and not pending and r.header is not None:
                     try:
                         kind = classify(obj)
@@ -203,24 +151,92 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
                         if keep is not None:
                             keep[eid] = node(obj, base + p, base + e)
                         r.leaf = eid
-                        r.end, r.end_line = base + e, lineno_[0]
+                        r.end, r.end_line = base + e, lineno
                         p = e
                         continue
-                one(raw, base + p, obj)
+                other(raw, base + p, obj, lineno)
                 p = e
-            if p < len(chunk):
-                carry.append(chunk[p:])
-            base += p
-        r.size = base
-    finally:
-        if own:
-            f.close()
-    if r.header is None:
-        raise SessionError("not a panto session (empty file)", path)
-    r.cut_line = pending[0][0] if pending else None
-    if bad and not skip_bad:
-        raise bad_line_error(path, r)
-    return r
+            base += stop
+        return base
+
+    def other(self, raw, offset, obj, lineno):
+        """Every line but the common one; `obj` is what orjson made of it
+        (stream.NOT_JSON when it refused it; a last line without its line
+        feed is not parsed, and torn whatever it holds)."""
+        end = offset + len(raw)
+        why = stream.why_torn(raw, obj)
+        if why is not None:
+            if bytes(raw).strip():
+                self.torn_looking(lineno, offset, end, why)
+            elif raw[-1] == 10 and not self.pending:     # a blank line: skipped
+                self.r.end, self.r.end_line = end, lineno
+            return
+        try:
+            if obj is stream.NOT_JSON:       # complete, but too deep to read: not torn
+                raise ValueError(stream.DEEP)
+            kind = stream.classify(obj)
+        except ValueError as e:
+            self.broken(lineno, offset, end, e)
+            return
+        if kind is stream.ENTRY:
+            self.entry(obj, offset, end, lineno)
+        elif self.r.header is None:
+            self.header(obj, raw, end, lineno, kind)
+        elif kind is stream.HEADER:
+            self.torn_looking(lineno, offset, end, "a session header after the first line")
+        elif not self.skip_bad:
+            raise SessionError("an entry without an 'id' in a session file", self.path, lineno)
+        else:
+            self.skip(lineno, offset, end, "an entry without an 'id'")
+
+    def entry(self, obj, start, end, lineno):
+        """A valid entry: torn-looking lines before it were bad lines."""
+        r = self.r
+        if self.pending:
+            r.bad.extend(self.pending)
+            self.pending.clear()
+        if r.bad:
+            r.after += 1
+        eid = obj["id"]
+        if self.keep is not None:
+            self.keep[eid] = index.node(obj, start, end)
+        r.leaf = eid
+        r.end, r.end_line = end, lineno
+
+    def header(self, obj, raw, end, lineno, kind):
+        """The first line: the session header, or the file is no session."""
+        if kind is not stream.HEADER:
+            raise SessionError("not a panto session (the first line is not a session header)", self.path, lineno)
+        if stream.is_partial(obj):
+            raise SessionError("a partial stream (panto-log replay --context), not a session "
+                               "file: it leaves entries out", self.path, lineno)
+        self.r.header, self.r.header_raw = obj, bytes(raw)
+        migrate(obj, self.path)
+        self.r.end, self.r.end_line = end, lineno
+
+    def torn_looking(self, lineno, offset, end, why):
+        """A line a crash could leave: the torn tail, unless a valid line follows."""
+        if self.r.header is None:
+            raise SessionError(f"not a panto session (the first line is not a session header: "
+                               f"{why})", self.path, lineno)
+        self.pending.append((lineno, offset, end, why))
+
+    def broken(self, lineno, offset, end, e):
+        """A complete object that breaks the schema: never torn."""
+        if self.r.header is None:
+            raise SessionError(f"not a panto session (the first line is not a valid "
+                               f"session header: {e})", self.path, lineno) from None
+        if not self.skip_bad:
+            raise SessionError(str(e), self.path, lineno) from None
+        self.skip(lineno, offset, end, str(e))
+
+    def skip(self, lineno, offset, end, why):
+        """A bad line (skip_bad): listed in `bad`, with the torn-looking lines before it."""
+        r = self.r
+        r.bad.extend(self.pending)
+        self.pending.clear()
+        r.bad.append((lineno, offset, end, why))
+        r.end, r.end_line = end, lineno
 
 
 def migrate(header, path):

@@ -133,6 +133,50 @@ def place(tmp, path, data):
     return True
 
 
+def create(path, data, what):
+    """Make a file at path holding data, whole or not at all: written to a
+    temporary file beside it (mode 0600, locked while live), synced, then
+    put in place without ever replacing a file that appeared meanwhile
+    (False then). Missing directories are made (0700); on a failure no
+    temporary file and none of them is left, and the error says `what`."""
+    import tempfile
+
+    from pantolib import paths
+
+    directory = os.path.dirname(os.path.abspath(path))
+    made = []
+    fd = tmp = None
+    try:
+        made = paths.make_dirs(directory)
+        if not made:
+            remove_stale(directory)
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=TMP_SUFFIX, dir=directory)
+        fcntl.flock(fd, fcntl.LOCK_EX)    # a live creation: never stale
+        os.fchmod(fd, 0o600)              # whatever the umask
+        write_all(fd, data)
+        os.fsync(fd)
+        created = place(tmp, path, data)
+        fsync_dir(directory)
+    except OSError as e:
+        if fd is not None:
+            os.close(fd)
+            fd = None
+        if tmp is not None:
+            unlink_quietly(tmp)
+        for d in reversed(made):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+        raise failed(path, e, what) from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if tmp is not None:
+            unlink_quietly(tmp)
+    return created
+
+
 def wait_for_content(path, tries=400):
     import time
 

@@ -76,7 +76,7 @@ class Lister:
         directory = os.path.dirname(self.cache_path)
         tmp = f"{self.cache_path}.{os.getpid()}.tmp"
         try:
-            from pantolib.session import make_dirs
+            from pantolib.paths import make_dirs
 
             make_dirs(directory)
             os.chmod(directory, 0o700)

@@ -114,7 +114,7 @@ def append(path):
     finally:
         writer.close()
     if downstream[1] is not None:
-        where = f" (every line is saved in {writer.path})" if writer.fd is not None or writer.path else ""
+        where = f" (every line is saved in {writer.path})" if writer.path else ""
         cli.warn(NAME, f"stdout: {downstream[1].strerror or downstream[1]}: the stream was not "
                        f"passed on whole{where}")
         return cli.FAIL

@@ -338,25 +338,16 @@ def replay_at(path, length, at):
 
 def _first_line(obj):
     """A one-line summary of an entry's text, for tree."""
-    t = obj.get("type")
-    if t == "message":
-        for block in obj["message"]["content"]:
-            bt = block.get("type")
-            if bt == "text":
-                text = block["text"]
-            elif bt == "toolUse":
-                text = f"[{block['name']}] {block['input']}"
-            elif bt == "toolResult":
-                text = "[result] " + block["content"]
-            else:
-                continue
-            for line in text.split("\n"):
-                if line.strip():
-                    return line.strip()
-        return ""
-    value = obj.get("summary") if t == "compaction" else obj.get("name") if t == "sessionInfo" else None
-    if isinstance(value, str):
-        return next((x.strip() for x in value.split("\n") if x.strip()), "")
+    from pantolib import entries
+
+    for block, text in entries.texts_of(obj):
+        if block is not None and block["type"] == "toolUse":
+            text = f"[{block['name']}] {text}"
+        elif block is not None and block["type"] == "toolResult":
+            text = "[result] " + text
+        for line in text.split("\n"):
+            if line.strip():
+                return line.strip()
     return ""
 
 

@@ -177,6 +177,30 @@ def create(path, data, what):
     return created
 
 
+def send(fd, offset, end, out_fd, out):
+    """Write bytes offset..end of the open file fd to the descriptor out_fd
+    by sendfile; where it cannot be used, read them and write to out (the
+    binary file object of out_fd, flushed by the caller before)."""
+    begin = offset
+    try:
+        while offset < end:
+            n = os.sendfile(out_fd, fd, offset, min(end - offset, 1 << 24))
+            if n == 0:
+                break
+            offset += n
+        return
+    except OSError as e:
+        if isinstance(e, BrokenPipeError) or offset > begin:
+            raise
+    while offset < end:
+        chunk = os.pread(fd, min(end - offset, 1 << 20), offset)
+        if not chunk:
+            break
+        out.write(chunk)
+        offset += len(chunk)
+    out.flush()
+
+
 def wait_for_content(path, tries=400):
     import time
 

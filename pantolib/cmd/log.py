@@ -122,8 +122,6 @@ def append(path):
 
 
 def replay(arg, no_repair, at=None, skip_bad=False):
-    import fcntl
-
     from pantolib import session
 
     path = _session_path(arg)
@@ -146,15 +144,9 @@ def replay(arg, no_repair, at=None, skip_bad=False):
         if no_repair:
             cli.warn(NAME, f"{path}:{r.cut_line}: torn tail; a repair would cut {what}")
         else:
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)   # an appender may be mid-write
-                r = session.recover(path, fd, ids=False)
-                cut = r.cut
-            finally:
-                os.close(fd)
-            if cut:
-                cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({cut} bytes)")
+            r = session.recover_file(path)
+            if r.cut:
+                cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
     if at is not None:
         return replay_at(path, r.end, at)
     _copy(path, r.end)
@@ -168,8 +160,6 @@ def replay_context(arg, no_repair, at, skip_bad):
     byte for byte. Read by offset: the file's tree comes from the index
     cache, read on from where it stopped (a torn tail is cut, as replay does).
     When nothing is left out, the output is the plain replay."""
-    import fcntl
-
     from pantolib import conversation, index, session, stream
     from pantolib.errors import UsageError
 
@@ -180,11 +170,7 @@ def replay_context(arg, no_repair, at, skip_bad):
     session.check_path(path)
     fd = os.open(path, (os.O_RDONLY if no_repair else os.O_RDWR) | os.O_CLOEXEC)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH if no_repair else fcntl.LOCK_EX)   # an appender may be mid-write
-        try:
-            r = session.read_indexed(path, fd, fix=not no_repair)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        r = session.read_locked(path, fd, fix=not no_repair)
         if r.cut:
             cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
         elif no_repair and r.cut_line is not None:
@@ -200,17 +186,10 @@ def replay_context(arg, no_repair, at, skip_bad):
         kept = set(keep)
         head = stream.partial_header(r.header, [i for i in nodes if i not in kept]) \
             if len(keep) < len(nodes) else r.header_raw
-        ranges = []
-        for eid in keep:
-            n = nodes[eid]
-            if ranges and ranges[-1][1] == n[index.START]:
-                ranges[-1][1] = n[index.END]
-            else:
-                ranges.append([n[index.START], n[index.END]])
         out = cli.stdout()
         out.write(head)
         out.flush()
-        for start, end in ranges:
+        for start, end in index.ranges(nodes, keep):
             _send(fd, start, end)
     finally:
         os.close(fd)
@@ -237,28 +216,12 @@ def _copy(path, length, offset=0):
 
 
 def _send(fd, offset, end):
-    """Write bytes offset..end of the open file fd to stdout (sendfile, else reads)."""
+    """Write bytes offset..end of the open file fd to stdout."""
+    from pantolib import files
+
     out = cli.stdout()
     out.flush()
-    fd_out = sys.stdout.fileno()
-    begin = offset
-    try:
-        while offset < end:
-            n = os.sendfile(fd_out, fd, offset, min(end - offset, 1 << 24))
-            if n == 0:
-                break
-            offset += n
-        return
-    except OSError as e:
-        if isinstance(e, BrokenPipeError) or offset > begin:
-            raise
-    while offset < end:
-        chunk = os.pread(fd, min(end - offset, 1 << 20), offset)
-        if not chunk:
-            break
-        out.write(chunk)
-        offset += len(chunk)
-    out.flush()
+    files.send(fd, offset, end, sys.stdout.fileno(), out)
 
 
 # -- branches: replay --at, tree, show, name ------------------------------------

@@ -270,26 +270,12 @@ class _Source:
             yield from stream.read(_bounded(f, self.end), self.name)
 
 
-def _parents(lines):
-    """(header, id -> parentId, leaf) of a stream's lines."""
-    from pantolib import stream
-
-    header, parent_of, leaf = None, {}, None
-    for line in lines:
-        if line.kind == stream.HEADER:
-            header = line.obj
-        elif line.kind == stream.ENTRY:
-            parent_of[line.obj["id"]] = line.obj.get("parentId")
-            leaf = line.obj["id"]
-    return header, parent_of, leaf
-
-
 def replay_at(path, length, at):
     """Print the header and the entries on the path from the root to entry `at`."""
     from pantolib import conversation, stream
 
     src = _Source(path, length)
-    _, parent_of, _ = _parents(src.lines())
+    _, parent_of, _ = conversation.parents(src.lines())
     target = conversation.find_entry(parent_of, at, f"'{path}'")
     keep = set(conversation.chain(parent_of, target))
     out = cli.stdout()
@@ -344,22 +330,14 @@ def tree(arg, as_json):
         spool = open(name, "rb")
         raws = _bounded_at(spool, r.end)
     with spool:
-        parent_of, where, leaf = {}, {}, None
-        for line in stream.read(raws, name):
-            if line.kind != stream.ENTRY:
-                continue
-            eid = line.obj["id"]
-            if eid in where:
-                continue
-            parent_of[eid], where[eid] = line.obj.get("parentId"), raws.offset
-            leaf = eid
-        active = set(conversation.chain(parent_of, leaf)) if leaf else set()
+        found = ((line.obj["id"], line.obj.get("parentId"), raws.offset)
+                 for line in stream.read(raws, name) if line.kind == stream.ENTRY)
         out = cli.stdout()
         row = _tree_json() if as_json else _tree_row
         buf, size = [], 0
-        for eid, depth in conversation.walk(parent_of):
-            spool.seek(where[eid])
-            data = row(stream.loads(spool.readline()), eid, depth, eid in active)
+        for eid, where, depth, active in conversation.tree(found):
+            spool.seek(where)
+            data = row(stream.loads(spool.readline()), eid, depth, active)
             buf.append(data)
             size += len(data)
             if size >= 1 << 16:
@@ -461,7 +439,7 @@ def show(arg, at, every):
     src = _Source.of(arg)
     keep = None
     if not every:
-        _, parent_of, leaf = _parents(src.lines())
+        _, parent_of, leaf = conversation.parents(src.lines())
         target = leaf if at is None else conversation.find_entry(parent_of, at, f"'{src.name}'")
         keep = set(conversation.chain(parent_of, target)) if target else set()
     tty = sys.stdout.isatty()     # a person reads it: no escape sequence may act

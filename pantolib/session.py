@@ -85,29 +85,6 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
     return r
 
 
-def _pieces(f):
-    """f's bytes from where it stands, as (data, stop): each read of about
-    CHUNK bytes, whole lines up to `stop` (a line longer than a read is
-    gathered first); last, what follows the last line feed, with stop None."""
-    read, carry = f.read, []
-    while True:
-        chunk = read(CHUNK)
-        if not chunk:
-            if carry:
-                yield b"".join(carry), None
-            return
-        stop = chunk.rfind(b"\n") + 1
-        if not stop:
-            carry.append(chunk)
-            continue
-        if carry:
-            carry.append(chunk)
-            chunk = b"".join(carry)
-            stop += len(chunk) - len(carry[-1])
-        yield chunk, stop
-        carry = [chunk[stop:]] if stop < len(chunk) else []
-
-
 class _Lines:
     """scan's rules for each line of one file, taking what they find into a Scan."""
 
@@ -124,7 +101,7 @@ class _Lines:
         r, keep, pending, bad, other = self.r, self.keep, self.pending, self.r.bad, self.other
         node, loads, classify, decode_error = index.node, orjson.loads, stream.classify, orjson.JSONDecodeError
         ENTRY, NOT_JSON = stream.ENTRY, stream.NOT_JSON
-        for chunk, stop in _pieces(f):
+        for chunk, stop in stream.pieces(f, CHUNK):
             if stop is None:                  # the last line, without its line feed
                 other(memoryview(chunk), base, None, lineno + 1)
                 return base + len(chunk)

@@ -423,26 +423,38 @@ def read_batches(f, name="<stdin>", _lines=None):
 def _chunks(f):
     """Lists of the complete lines of each read of f (a line longer than a
     read is gathered first); the last line may lack its line feed."""
-    read = getattr(f, "read1", f.read)
-    carry = []
+    for data, stop in pieces(f, 1 << 16, getattr(f, "read1", f.read)):
+        if stop is None:
+            yield [data]
+            continue
+        if stop < len(data):
+            data = data[:stop]
+        # bytes.splitlines breaks at b"\n", b"\r" and b"\r\n" only: without a b"\r" it is a split on b"\n"
+        yield data.splitlines(keepends=True) if b"\r" not in data else _split(data)
+
+
+def pieces(f, size, read=None):
+    """f's bytes from where it stands, read `size` at a time (by `read`,
+    else f.read), as (data, stop): data[:stop] is whole lines (a line
+    longer than a read is gathered first); last, what follows the last line
+    feed, when anything does, with stop None."""
+    read, carry = read or f.read, []
     while True:
-        chunk = read(1 << 16)
+        chunk = read(size)
         if not chunk:
             if carry:
-                yield [b"".join(carry)]
+                yield b"".join(carry), None
             return
-        end = chunk.rfind(b"\n") + 1
-        if not end:
+        stop = chunk.rfind(b"\n") + 1
+        if not stop:
             carry.append(chunk)
             continue
         if carry:
-            carry.append(chunk[:end])
-            data = b"".join(carry)
-        else:
-            data = chunk[:end] if end < len(chunk) else chunk
-        carry = [chunk[end:]] if end < len(chunk) else []
-        # bytes.splitlines breaks at b"\n", b"\r" and b"\r\n" only: without a b"\r" it is a split on b"\n"
-        yield data.splitlines(keepends=True) if b"\r" not in data else _split(data)
+            carry.append(chunk)
+            chunk = b"".join(carry)
+            stop += len(chunk) - len(carry[-1])
+        yield chunk, stop
+        carry = [chunk[stop:]] if stop < len(chunk) else []
 
 
 def _split(data):

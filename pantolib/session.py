@@ -66,7 +66,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
     keeps constant memory); with ids, `ids` maps each to its index.node.
     """
     r = result or Scan()
-    lines = _Lines(path, r, skip_bad, ids)
+    lines = _LineRules(path, r, skip_bad, ids)
     own = f is None
     if own:
         f = open(path, "rb")
@@ -85,7 +85,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
     return r
 
 
-class _Lines:
+class _LineRules:
     """scan's rules for each line of one file, taking what they find into a Scan."""
 
     def __init__(self, path, r, skip_bad, ids):

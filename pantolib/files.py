@@ -4,8 +4,10 @@ A new session file is written to a hidden temporary file beside it, synced,
 then put in place by a hard link, which fails when the name exists; where a
 filesystem has no hard links, by renameat2(RENAME_NOREPLACE); where even that
 is missing, by an exclusive creation of the final name, written in place
-under its lock. Temporary files an interrupted creation left are removed
-later, once old and unlocked.
+under its lock (`create` does it all). Temporary files an interrupted
+creation left are removed later, once old and unlocked. Also the plumbing
+the commands share: every byte of a write (`write_all`), a byte range of a
+file sent to a descriptor (`send`).
 """
 import errno
 import fcntl

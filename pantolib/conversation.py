@@ -41,6 +41,34 @@ def walk(parent_of):
                 stack.append((kids[i], depth + (1 if i else 0)))
 
 
+def parents(lines):
+    """(header, id -> parentId, leaf) of a stream's Lines."""
+    header, parent_of, leaf = None, {}, None
+    for line in lines:
+        if line.kind == stream.HEADER:
+            header = line.obj
+        elif line.kind == stream.ENTRY:
+            parent_of[line.obj["id"]] = line.obj.get("parentId")
+            leaf = line.obj["id"]
+    return header, parent_of, leaf
+
+
+def tree(entries):
+    """The entries of a stream as a tree, from (id, parentId, where) of each
+    in file order (an id seen again keeps its first line): (id, where,
+    depth, on the active path) in tree order (`walk`). The active path is
+    the one to the last entry. Only the tree is held, not the entries."""
+    parent_of, where, leaf = {}, {}, None
+    for eid, parent, at in entries:
+        if eid in where:
+            continue
+        parent_of[eid], where[eid] = parent, at
+        leaf = eid
+    active = set(chain(parent_of, leaf)) if leaf else set()
+    for eid, depth in walk(parent_of):
+        yield eid, where[eid], depth, eid in active
+
+
 def find_entry(ids, prefix, name="the session"):
     """The id among ids that is prefix or the only one starting with it;
     an unknown or ambiguous prefix is an error naming the candidates."""

@@ -93,6 +93,28 @@ def text(s):
     return {"type": "text", "text": s}
 
 
+def texts_of(entry):
+    """The texts a person reads in a valid entry, as (block, text) in order:
+    a message's text blocks, tool calls (the text is the input; the name is
+    block["name"]) and tool results, not its thinking; a compaction's
+    summary or a session's name (block None). Tree, show and search read
+    an entry's text through it."""
+    t = entry.get("type")
+    if t == "message":
+        for block in entry["message"]["content"]:
+            bt = block.get("type")
+            if bt == "text":
+                yield block, block["text"]
+            elif bt == "toolUse":
+                yield block, block["input"]
+            elif bt == "toolResult":
+                yield block, block["content"]
+        return
+    value = entry.get("summary") if t == "compaction" else entry.get("name") if t == "sessionInfo" else None
+    if isinstance(value, str):
+        yield None, value
+
+
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "reasoning", "cacheWrite1h")
 
 

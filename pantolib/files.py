@@ -4,8 +4,10 @@ A new session file is written to a hidden temporary file beside it, synced,
 then put in place by a hard link, which fails when the name exists; where a
 filesystem has no hard links, by renameat2(RENAME_NOREPLACE); where even that
 is missing, by an exclusive creation of the final name, written in place
-under its lock. Temporary files an interrupted creation left are removed
-later, once old and unlocked.
+under its lock (`create` does it all). Temporary files an interrupted
+creation left are removed later, once old and unlocked. Also the plumbing
+the commands share: every byte of a write (`write_all`), a byte range of a
+file sent to a descriptor (`send`).
 """
 import errno
 import fcntl
@@ -131,6 +133,74 @@ def place(tmp, path, data):
         raise
     os.close(fd)
     return True
+
+
+def create(path, data, what):
+    """Make a file at path holding data, whole or not at all: written to a
+    temporary file beside it (mode 0600, locked while live), synced, then
+    put in place without ever replacing a file that appeared meanwhile
+    (False then). Missing directories are made (0700); on a failure no
+    temporary file and none of them is left, and the error says `what`."""
+    import tempfile
+
+    from pantolib import paths
+
+    directory = os.path.dirname(os.path.abspath(path))
+    made = []
+    fd = tmp = None
+    try:
+        made = paths.make_dirs(directory)
+        if not made:
+            remove_stale(directory)
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=TMP_SUFFIX, dir=directory)
+        fcntl.flock(fd, fcntl.LOCK_EX)    # a live creation: never stale
+        os.fchmod(fd, 0o600)              # whatever the umask
+        write_all(fd, data)
+        os.fsync(fd)
+        created = place(tmp, path, data)
+        fsync_dir(directory)
+    except OSError as e:
+        if fd is not None:
+            os.close(fd)
+            fd = None
+        if tmp is not None:
+            unlink_quietly(tmp)
+        for d in reversed(made):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+        raise failed(path, e, what) from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if tmp is not None:
+            unlink_quietly(tmp)
+    return created
+
+
+def send(fd, offset, end, out_fd, out):
+    """Write bytes offset..end of the open file fd to the descriptor out_fd
+    by sendfile; where it cannot be used, read them and write to out (the
+    binary file object of out_fd, flushed by the caller before)."""
+    begin = offset
+    try:
+        while offset < end:
+            n = os.sendfile(out_fd, fd, offset, min(end - offset, 1 << 24))
+            if n == 0:
+                break
+            offset += n
+        return
+    except OSError as e:
+        if isinstance(e, BrokenPipeError) or offset > begin:
+            raise
+    while offset < end:
+        chunk = os.pread(fd, min(end - offset, 1 << 20), offset)
+        if not chunk:
+            break
+        out.write(chunk)
+        offset += len(chunk)
+    out.flush()
 
 
 def wait_for_content(path, tries=400):

@@ -111,6 +111,19 @@ def save(path, fd, r, env=None):
 
 # -- what the next request needs -------------------------------------------------------
 
+def ranges(nodes, ids):
+    """The byte ranges [start, end] of the lines of `ids`, in that order,
+    adjacent lines joined into one range."""
+    out = []
+    for eid in ids:
+        n = nodes[eid]
+        if out and out[-1][1] == n[START]:
+            out[-1][1] = n[END]
+        else:
+            out.append([n[START], n[END]])
+    return out
+
+
 def context(nodes, target):
     """Which entries of the path from the root to `target` the next request
     needs (SPEC 3, compaction): (the path's ids, the ids to keep, in path

@@ -490,15 +490,12 @@ def searchable(obj):
     names and inputs, tool results (thinking and signatures are not)."""
     if kind(obj) != stream.ENTRY or obj.get("type") != "message":
         return
-    for block in obj["message"]["content"]:
-        t = block.get("type")
-        if t == "text":
-            yield block["text"]
-        elif t == "toolUse":
+    from pantolib import entries
+
+    for block, text in entries.texts_of(obj):
+        if block["type"] == "toolUse":
             yield block["name"]
-            yield block["input"]
-        elif t == "toolResult":
-            yield block["content"]
+        yield text
 
 
 def snippet(text, needle, width=80):

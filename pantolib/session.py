@@ -16,8 +16,6 @@ import orjson
 
 from pantolib import entries, files, index, paths, stream
 from pantolib.errors import PantoError, SessionError
-from pantolib.paths import make_dirs  # noqa: F401  (kept importable from here)
-
 
 
 class Scan:
@@ -68,129 +66,54 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
     keeps constant memory); with ids, `ids` maps each to its index.node.
     """
     r = result or Scan()
+    lines = _LineRules(path, r, skip_bad, ids)
     own = f is None
     if own:
         f = open(path, "rb")
-    node = index.node
-    loads, classify, decode_error = orjson.loads, stream.classify, orjson.JSONDecodeError
-    ENTRY, HEADER = stream.ENTRY, stream.HEADER
-    keep = r.ids if ids else None
-    pending, bad = [], r.bad
-    lineno_ = [lineno]
-    _NOT_PARSED, _INVALID = object(), object()
-
-    def one(raw, offset, obj):
-        """Every line but the common one (which the loop below takes itself)."""
-        nonlocal pending
-        lineno = lineno_[0]
-        n = len(raw)
-        why = None
-        if raw[n - 1] != 10:                       # no line feed: the last line
-            why = "the last line has no line feed"
-            if not bytes(raw).strip():
-                return
-        else:
-            if obj is _NOT_PARSED:
-                try:
-                    obj = loads(raw)
-                except decode_error:
-                    obj = _INVALID
-            if obj is _INVALID:
-                if not bytes(raw).strip():          # a blank line
-                    if not pending:
-                        r.end, r.end_line = offset + n, lineno
-                    return
-                why = "not valid JSON"
-            elif type(obj) is not dict:
-                why = "not a JSON object"
-        if why is None or (obj is _INVALID and stream.too_deep(raw)):
-            try:
-                if why is not None:              # complete, but too deep to read: not torn
-                    raise ValueError(stream.DEEP)
-                kind = classify(obj)
-            except ValueError as e:
-                if r.header is None:
-                    raise SessionError(f"not a panto session (the first line is not a valid "
-                                       f"session header: {e})", path, lineno) from None
-                if not skip_bad:
-                    raise SessionError(str(e), path, lineno) from None
-                bad.extend(pending)
-                pending = []
-                bad.append((lineno, offset, offset + n, str(e)))
-                r.end, r.end_line = offset + n, lineno
-                return
-            if kind is ENTRY:
-                pass
-            elif r.header is None:
-                if kind is not HEADER:
-                    raise SessionError("not a panto session (the first line is not a session header)",
-                                       path, lineno)
-                if stream.is_partial(obj):
-                    raise SessionError("a partial stream (panto-log replay --context), not a session "
-                                       "file: it leaves entries out", path, lineno)
-                r.header, r.header_raw = obj, bytes(raw)
-                migrate(obj, path)
-                r.end, r.end_line = offset + n, lineno
-                return
-            elif kind is HEADER:
-                why = "a session header after the first line"
-            else:
-                if not skip_bad:
-                    raise SessionError("an entry without an 'id' in a session file", path, lineno)
-                bad.extend(pending)
-                pending = []
-                bad.append((lineno, offset, offset + n, "an entry without an 'id'"))
-                r.end, r.end_line = offset + n, lineno
-                return
-        if why is not None:
-            if r.header is None:
-                raise SessionError(f"not a panto session (the first line is not a session header: "
-                                   f"{why})", path, lineno)
-            pending.append((lineno, offset, offset + n, why))
-            return
-        if pending:           # valid after torn-looking lines: they are bad lines
-            bad.extend(pending)
-            pending = []
-        if bad:
-            r.after += 1
-        eid = obj["id"]
-        if keep is not None:
-            keep[eid] = node(obj, offset, offset + n)
-        r.leaf = eid
-        r.end, r.end_line = offset + n, lineno
-
     try:
         f.seek(start)
-        r.end = base = start
-        r.end_line = lineno
-        read, carry = f.read, []
-        while True:
-            chunk = read(CHUNK)
-            if not chunk:
-                if carry:                     # the last line, without its line feed
-                    tail = b"".join(carry)
-                    lineno_[0] += 1
-                    one(memoryview(tail), base, _NOT_PARSED)
-                    base += len(tail)
-                break
-            if carry:
-                carry.append(chunk)
-                if chunk.find(b"\n") < 0:     # a line longer than a chunk: gather it
-                    continue
-                chunk = b"".join(carry)
-                carry = []
+        r.end, r.end_line = start, lineno
+        r.size = lines.read(f, start, lineno)
+    finally:
+        if own:
+            f.close()
+    if r.header is None:
+        raise SessionError("not a panto session (empty file)", path)
+    r.cut_line = lines.pending[0][0] if lines.pending else None
+    if r.bad and not skip_bad:
+        raise bad_line_error(path, r)
+    return r
+
+
+class _LineRules:
+    """scan's rules for each line of one file, taking what they find into a Scan."""
+
+    def __init__(self, path, r, skip_bad, ids):
+        self.path, self.r, self.skip_bad = path, r, skip_bad
+        self.keep = r.ids if ids else None
+        self.pending = []        # torn-looking lines with nothing valid after them (yet)
+
+    def read(self, f, base, lineno):
+        """Take in every line of f from byte `base` (line `lineno`); return
+        where the file ends. The common line, a valid entry after the header
+        with nothing torn-looking before it, is taken here (the hot path of
+        append and replay: `entry` inline); every other goes to `other`."""
+        r, keep, pending, bad, other = self.r, self.keep, self.pending, self.r.bad, self.other
+        node, loads, classify, decode_error = index.node, orjson.loads, stream.classify, orjson.JSONDecodeError
+        ENTRY, NOT_JSON = stream.ENTRY, stream.NOT_JSON
+        for chunk, stop in stream.pieces(f, CHUNK):
+            if stop is None:                  # the last line, without its line feed
+                other(memoryview(chunk), base, None, lineno + 1)
+                return base + len(chunk)
             view, find, p = memoryview(chunk), chunk.find, 0
-            while True:
+            while p < stop:
                 e = find(b"\n", p) + 1
-                if not e:
-                    break
                 raw = view[p:e]
-                lineno_[0] += 1
-                # the common line: a valid entry after the header, nothing torn-looking before it
+                lineno += 1
                 try:
                     obj = loads(raw)
                 except decode_error:
-                    obj = _INVALID
+                    obj = NOT_JSON
                 if type(obj) is dict and not pending and r.header is not None:
                     try:
                         kind = classify(obj)
@@ -203,24 +126,92 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
                         if keep is not None:
                             keep[eid] = node(obj, base + p, base + e)
                         r.leaf = eid
-                        r.end, r.end_line = base + e, lineno_[0]
+                        r.end, r.end_line = base + e, lineno
                         p = e
                         continue
-                one(raw, base + p, obj)
+                other(raw, base + p, obj, lineno)
                 p = e
-            if p < len(chunk):
-                carry.append(chunk[p:])
-            base += p
-        r.size = base
-    finally:
-        if own:
-            f.close()
-    if r.header is None:
-        raise SessionError("not a panto session (empty file)", path)
-    r.cut_line = pending[0][0] if pending else None
-    if bad and not skip_bad:
-        raise bad_line_error(path, r)
-    return r
+            base += stop
+        return base
+
+    def other(self, raw, offset, obj, lineno):
+        """Every line but the common one; `obj` is what orjson made of it
+        (stream.NOT_JSON when it refused it; a last line without its line
+        feed is not parsed, and torn whatever it holds)."""
+        end = offset + len(raw)
+        why = stream.why_torn(raw, obj)
+        if why is not None:
+            if bytes(raw).strip():
+                self.torn_looking(lineno, offset, end, why)
+            elif raw[-1] == 10 and not self.pending:     # a blank line: skipped
+                self.r.end, self.r.end_line = end, lineno
+            return
+        try:
+            if obj is stream.NOT_JSON:       # complete, but too deep to read: not torn
+                raise ValueError(stream.DEEP)
+            kind = stream.classify(obj)
+        except ValueError as e:
+            self.broken(lineno, offset, end, e)
+            return
+        if kind is stream.ENTRY:
+            self.entry(obj, offset, end, lineno)
+        elif self.r.header is None:
+            self.header(obj, raw, end, lineno, kind)
+        elif kind is stream.HEADER:
+            self.torn_looking(lineno, offset, end, "a session header after the first line")
+        elif not self.skip_bad:
+            raise SessionError("an entry without an 'id' in a session file", self.path, lineno)
+        else:
+            self.skip(lineno, offset, end, "an entry without an 'id'")
+
+    def entry(self, obj, start, end, lineno):
+        """A valid entry: torn-looking lines before it were bad lines."""
+        r = self.r
+        if self.pending:
+            r.bad.extend(self.pending)
+            self.pending.clear()
+        if r.bad:
+            r.after += 1
+        eid = obj["id"]
+        if self.keep is not None:
+            self.keep[eid] = index.node(obj, start, end)
+        r.leaf = eid
+        r.end, r.end_line = end, lineno
+
+    def header(self, obj, raw, end, lineno, kind):
+        """The first line: the session header, or the file is no session."""
+        if kind is not stream.HEADER:
+            raise SessionError("not a panto session (the first line is not a session header)", self.path, lineno)
+        if stream.is_partial(obj):
+            raise SessionError("a partial stream (panto-log replay --context), not a session "
+                               "file: it leaves entries out", self.path, lineno)
+        self.r.header, self.r.header_raw = obj, bytes(raw)
+        migrate(obj, self.path)
+        self.r.end, self.r.end_line = end, lineno
+
+    def torn_looking(self, lineno, offset, end, why):
+        """A line a crash could leave: the torn tail, unless a valid line follows."""
+        if self.r.header is None:
+            raise SessionError(f"not a panto session (the first line is not a session header: "
+                               f"{why})", self.path, lineno)
+        self.pending.append((lineno, offset, end, why))
+
+    def broken(self, lineno, offset, end, e):
+        """A complete object that breaks the schema: never torn."""
+        if self.r.header is None:
+            raise SessionError(f"not a panto session (the first line is not a valid "
+                               f"session header: {e})", self.path, lineno) from None
+        if not self.skip_bad:
+            raise SessionError(str(e), self.path, lineno) from None
+        self.skip(lineno, offset, end, str(e))
+
+    def skip(self, lineno, offset, end, why):
+        """A bad line (skip_bad): listed in `bad`, with the torn-looking lines before it."""
+        r = self.r
+        r.bad.extend(self.pending)
+        self.pending.clear()
+        r.bad.append((lineno, offset, end, why))
+        r.end, r.end_line = end, lineno
 
 
 def migrate(header, path):
@@ -273,6 +264,27 @@ def read_indexed(path, fd, fix=True, env=None):
     return r
 
 
+def read_locked(path, fd, fix=True, env=None):
+    """read_indexed under fd's flock: exclusive when fix (a torn tail is cut;
+    an appender may be mid-write), else shared."""
+    fcntl.flock(fd, fcntl.LOCK_EX if fix else fcntl.LOCK_SH)
+    try:
+        return read_indexed(path, fd, fix=fix, env=env)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def recover_file(path):
+    """Cut the torn tail of the file at path under its exclusive flock (an
+    appender may be mid-write): the Scan, without ids, r.cut the bytes cut."""
+    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return recover(path, fd, ids=False)
+    finally:
+        os.close(fd)
+
+
 def check_path(path):
     """Refuse what cannot be a session file before opening it."""
     import stat
@@ -291,6 +303,141 @@ def is_assistant(obj):
     return stream.is_assistant(obj)
 
 
+class _File:
+    """A session file open for appending, and what is known of it: its
+    entries' nodes (`ids`), its last entry, its size and lines. A batch of
+    appends holds its flock and has checked once that the path still names
+    it (device and inode); each line is one write and one fdatasync."""
+
+    def __init__(self, path, fd, header, header_raw, ids, leaf, size, lines, dirty, env):
+        st = os.fstat(fd)
+        self.path, self.fd, self.ident, self.env = path, fd, (st.st_dev, st.st_ino), env
+        self.header, self.header_raw, self.ids, self.leaf = header, header_raw, ids, leaf
+        self.size = size          # where the valid lines end
+        self.lines = lines        # lines in the first `size` bytes
+        self.dirty = dirty        # the index cache wants saving
+        self.held = False         # the flock is held and the path checked, for this batch
+
+    @classmethod
+    def open(cls, path, env, warn):
+        """The session file at path, recovered under its flock (a torn tail cut)."""
+        check_path(path)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            r = read_locked(path, fd, env=env)
+        except BaseException:
+            os.close(fd)
+            raise
+        if r.cut:
+            warn(f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
+        return cls(path, fd, r.header, r.header_raw, r.ids, r.leaf, r.end, r.end_line, r.fresh, env)
+
+    @classmethod
+    def created(cls, path, header, header_raw, ids, written, env):
+        """The file just made of the lines `written` (bytes, entry or None),
+        opened; their entries' nodes go into ids."""
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        offset = lines = 0
+        leaf = None
+        for raw, obj in written:
+            if obj is not None:
+                ids[obj["id"]] = index.node(obj, offset, offset + len(raw))
+                leaf = obj["id"]
+            offset += len(raw)
+            lines += 1
+        return cls(path, fd, header, header_raw, ids, leaf, offset, lines, True, env)
+
+    def hold(self):
+        """Before the first write (or check) of a batch: take the lock, make
+        sure the path still names this file and take in what other appenders
+        added. True once held; False (the lock let go) when the path names
+        another file or none. One stat of the path, once per batch: its lines
+        are then written through the same descriptor under the same lock."""
+        if self.held:
+            return True
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.held = True
+        st = self._here()
+        if st is None:
+            self.release()
+            return False
+        if st.st_size != self.size:
+            self._catch_up(st.st_size)
+        return True
+
+    def release(self):
+        if self.held:
+            self.held = False
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def _here(self):
+        """Does the path still name the open file? Its stat when it does, else None."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st if (st.st_dev, st.st_ino) == self.ident else None
+
+    def _catch_up(self, size):
+        """Under the lock: take in what another appender added since our last write."""
+        if size < self.size:
+            raise PantoError(f"'{self.path}' was cut shorter while appending (from {self.size} to {size} "
+                             f"bytes): stopped, so that nothing is written after entries that may be "
+                             f"gone (check it with panto-log replay)")
+        r = Scan()
+        r.header, r.header_raw, r.ids, r.leaf = self.header, self.header_raw, self.ids, self.leaf
+        recover(self.path, self.fd, r, start=self.size, lineno=self.lines)
+        self.size, self.lines, self.leaf = r.end, r.end_line, r.leaf
+        self.dirty = True
+
+    def append(self, data, obj):
+        """Write one entry's line durably (held: the lock is taken)."""
+        start = self.size
+        try:
+            files.write_all(self.fd, data)
+            os.fdatasync(self.fd)
+        except OSError as e:
+            self._cut_back(start, e)
+        self.ids[obj["id"]] = index.node(obj, start, start + len(data))
+        self.size += len(data)
+        self.lines += 1
+        self.leaf = obj["id"]
+        self.dirty = True
+
+    def _cut_back(self, start, e):
+        """A write or its fdatasync failed (a full disk): cut off what part of
+        the line reached the file, so that no torn line is left, then report."""
+        try:
+            os.ftruncate(self.fd, start)
+            os.fsync(self.fd)
+        except OSError as e2:
+            raise PantoError(f"'{self.path}': could not append to the session: {e.strerror or e}, nor cut "
+                             f"back the part written: {e2.strerror or e2} (panto-log replay cuts it)") from None
+        raise files.failed(self.path, e, "could not append to the session") from None
+
+    def differs(self, entry_id, data):
+        """Is the file's line of this entry (which it has) a different entry than data?"""
+        n = self.ids[entry_id]
+        if n is None:
+            return False
+        offset = n[index.START]
+        if os.pread(self.fd, len(data), offset) == data:
+            return False
+        with open(self.fd, "rb", closefd=False) as f:     # the same entry written differently?
+            f.seek(offset)
+            theirs = stream.loads(f.readline())
+        return not stream.same(theirs, orjson.loads(data))
+
+    def close(self, keep_index=True):
+        """Close the file, keeping what is known of it in the index cache (keep_index)."""
+        self.release()
+        if keep_index and self.dirty:
+            r = Scan()
+            r.header_raw, r.ids, r.leaf, r.end, r.end_line = self.header_raw, self.ids, self.leaf, self.size, self.lines
+            index.save(self.path, self.fd, r, self.env)
+        os.close(self.fd)
+
+
 class Writer:
     """Persists a stream into one session file.
 
@@ -300,55 +447,29 @@ class Writer:
     exist yet (deferred creation), lines wait for the first assistant entry;
     `finish()` returns what is still waiting when the stream ends normally
     (those lines are echoed but, by design, not written: there was no reply).
-    A batch takes the flock and checks the path (one stat: identity and size)
-    once, before its first write; each line is then one write and one
-    fdatasync of the same descriptor, and the batch is echoed after the last.
-    `warn` gets one-line remarks for stderr.
+    A batch takes the flock and checks the path once, before its first
+    write (`_File.hold`); a path that names another file, or none, is opened
+    anew (`_reopen`). `warn` gets one-line remarks for stderr.
     """
 
     def __init__(self, path=None, env=None, warn=None):
         self.path = path
         self.env = env
         self.warn = warn or (lambda message: None)
-        self.fd = None
-        self.ident = None         # (st_dev, st_ino) of the open file
-        self.size = 0
-        self.lines = 0            # lines in the file's first `size` bytes
+        self.file = None          # the _File appended to, once there is one
         self.header = None        # the file's (or the stream's, while deferred) header
         self.header_raw = None
         self.partial = False      # the stream leaves entries out (replay --context)
         self.ids = {}             # entry id -> its index.node in the file (None: not written)
         self.leaf = None          # the parent of the next bare entry
-        self.file_leaf = None     # the file's last entry
         self.pending = []         # (bytes, entry or None, write it) waiting for creation
         self.started = False      # seen the first line
-        self.held = False         # the flock is held and the path checked, for this batch
-        self.dirty = False        # the index cache wants saving
 
-    # -- opening --------------------------------------------------------------
-
-    def _adopt(self, fd, r):
-        st = os.fstat(fd)
-        self.fd, self.ident, self.size, self.lines = fd, (st.st_dev, st.st_ino), r.end, r.end_line
-        self.header, self.header_raw, self.ids, self.leaf = r.header, r.header_raw, r.ids, r.leaf
-        self.file_leaf = r.leaf
-        self.dirty = r.fresh
+    # -- which file -----------------------------------------------------------
 
     def _open_existing(self):
-        check_path(self.path)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                r = read_indexed(self.path, fd, env=self.env)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        except BaseException:
-            os.close(fd)
-            raise
-        if r.cut:
-            self.warn(f"{self.path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
-        self._adopt(fd, r)
+        self.file = f = _File.open(self.path, self.env, self.warn)
+        self.header, self.header_raw, self.ids, self.leaf = f.header, f.header_raw, f.ids, f.leaf
 
     def _start(self, line):
         """First line of the stream: decide which file, open it or defer."""
@@ -374,22 +495,20 @@ class Writer:
         else:
             self.header, self.header_raw = stream_header, line.raw
 
-    # -- noticing a file replaced under us ------------------------------------
-
     def _reopen(self):
         """The path no longer names the open file: take up what is there now,
         or create the session anew from its header if nothing is. Called
         without a lock held."""
-        old_id, old_fd = self.header["id"], self.fd
-        self.fd = None
-        os.close(old_fd)
+        old_id, old = self.header["id"], self.file
+        self.file = None
+        old.close(keep_index=False)
         if os.path.lexists(self.path):
             self._open_existing()
         elif self.partial:
             raise PantoError(f"'{self.path}' was removed while appending, and the stream is only part "
                              f"of the session: stopped (nothing to create it anew from)")
         else:
-            self.ids, self.file_leaf = {}, None
+            self.ids = {}
             self.pending = [(self.header_raw, None, True)]
             self._create()
             self.pending = []
@@ -400,150 +519,36 @@ class Writer:
                              f"refusing to mix them")
         self.warn(f"'{self.path}' was replaced while appending; continuing in the new file")
 
-    def _here(self):
-        """Does the path still name the open file? Its stat when it does, else None."""
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        return st if (st.st_dev, st.st_ino) == self.ident else None
-
     # -- writing --------------------------------------------------------------
 
     def _hold(self):
-        """Before the first write (or check) of a batch: take the lock, make
-        sure the path still names the open file (reopening it if not) and
-        take in what other appenders added. One stat of the path, once per
-        batch: the lines of the batch are then written through the same
-        descriptor under the same lock, and echoed only after the last one's
-        fdatasync."""
+        """The flock of the file the path names, held for this batch."""
         for _ in range(10):
-            if self.held:
+            if self.file.hold():
                 return
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-            self.held = True
-            st = self._here()
-            if st is not None:
-                if st.st_size != self.size:
-                    self._catch_up(st.st_size)
-                return
-            self._release()
             self._reopen()
         raise PantoError(f"'{self.path}' keeps being replaced while appending; stopped")
 
     def _release(self):
-        if self.held:
-            self.held = False
-            if self.fd is not None:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-
-    def _catch_up(self, size):
-        """Under the lock: take in what another appender added since our last write."""
-        if size < self.size:
-            raise PantoError(f"'{self.path}' was cut shorter while appending (from {self.size} to {size} "
-                             f"bytes): stopped, so that nothing is written after entries that may be "
-                             f"gone (check it with panto-log replay)")
-        r = Scan()
-        r.header, r.header_raw, r.ids, r.leaf = self.header, self.header_raw, self.ids, self.file_leaf
-        recover(self.path, self.fd, r, start=self.size, lineno=self.lines)
-        self.size, self.lines, self.file_leaf = r.end, r.end_line, r.leaf
-        self.dirty = True
+        if self.file is not None:
+            self.file.release()
 
     def _append(self, data, obj):
         """Write one line durably into the file at the path (unless it has the id)."""
         self._hold()
         entry_id = obj["id"]
-        if entry_id in self.ids:       # another appender wrote it meanwhile
-            self._same(entry_id, data)
-            return
-        start = self.size
-        try:
-            files.write_all(self.fd, data)
-            os.fdatasync(self.fd)
-        except OSError as e:
-            self._cut_back(start, e)
-        self.ids[entry_id] = index.node(obj, start, start + len(data))
-        self.size += len(data)
-        self.lines += 1
-        self.file_leaf = entry_id
-        self.dirty = True
-
-    def _cut_back(self, start, e):
-        """A write or its fdatasync failed (a full disk): cut off what part of
-        the line reached the file, so that no torn line is left, then report."""
-        try:
-            os.ftruncate(self.fd, start)
-            os.fsync(self.fd)
-        except OSError as e2:
-            raise PantoError(f"'{self.path}': could not append to the session: {e.strerror or e}, nor cut "
-                             f"back the part written: {e2.strerror or e2} (panto-log replay cuts it)") from None
-        raise files.failed(self.path, e, "could not append to the session") from None
-
-    def _same(self, entry_id, data):
-        """An entry the file has already: say so if the file's differs."""
-        n = self.ids[entry_id]
-        if n is None:
-            return
-        offset = n[index.START]
-        if os.pread(self.fd, len(data), offset) == data:
-            return
-        with open(self.fd, "rb", closefd=False) as f:     # the same entry written differently?
-            f.seek(offset)
-            theirs = stream.loads(f.readline())
-        if not stream.same(theirs, orjson.loads(data)):
+        if entry_id not in self.file.ids:
+            self.file.append(data, obj)
+        elif self.file.differs(entry_id, data):       # another appender wrote it meanwhile
             self.warn(f"entry {entry_id} is already in '{self.path}' with different content; "
                       f"kept the file's")
 
     def _create(self):
-        """Write header + waiting entries to a temporary file and put it in place
-        (never over a file that appeared meanwhile). On failure nothing is left."""
-        import tempfile
-
-        directory = os.path.dirname(os.path.abspath(self.path))
-        data = b"".join(raw for raw, _, write in self.pending if write)
-        made = []
-        fd = tmp = None
-        try:
-            made = make_dirs(directory)
-            if not made:
-                files.remove_stale(directory)
-            fd, tmp = tempfile.mkstemp(prefix=files.TMP_PREFIX, suffix=files.TMP_SUFFIX, dir=directory)
-            fcntl.flock(fd, fcntl.LOCK_EX)    # a live creation: never stale
-            os.fchmod(fd, 0o600)              # whatever the umask
-            files.write_all(fd, data)
-            os.fsync(fd)
-            created = files.place(tmp, self.path, data)
-            files.fsync_dir(directory)
-        except OSError as e:
-            if fd is not None:
-                os.close(fd)
-                fd = None
-            if tmp is not None:
-                files.unlink_quietly(tmp)
-            for d in reversed(made):
-                try:
-                    os.rmdir(d)
-                except OSError:
-                    break
-            raise files.failed(self.path, e, "could not create the session file") from None
-        finally:
-            if fd is not None:
-                os.close(fd)
-            if tmp is not None:
-                files.unlink_quietly(tmp)
-        if created:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-            st = os.fstat(fd)
-            self.fd, self.ident, self.size = fd, (st.st_dev, st.st_ino), len(data)
-            offset = lines = 0
-            for raw, obj, write in self.pending:
-                if write:
-                    if obj is not None:
-                        self.ids[obj["id"]] = index.node(obj, offset, offset + len(raw))
-                        self.file_leaf = obj["id"]
-                    offset += len(raw)
-                    lines += 1
-            self.lines, self.dirty = lines, True
+        """Write header + waiting entries into a new file at the path, whole
+        (files.create: never over a file that appeared meanwhile)."""
+        written = [(raw, obj) for raw, obj, write in self.pending if write]
+        if files.create(self.path, b"".join(raw for raw, _ in written), "could not create the session file"):
+            self.file = _File.created(self.path, self.header, self.header_raw, self.ids, written, self.env)
             return
         # Another appender created the file first: append what it lacks. (Made
         # in place, without hard links, it is empty until its creator holds
@@ -571,7 +576,8 @@ class Writer:
             for line in lines:
                 out.append(self._feed(line))
         except BaseException:
-            self.dirty = False      # what is known of the file may be wrong now: keep no index of it
+            if self.file is not None:   # what is known of the file may be wrong now: keep no index of it
+                self.file.dirty = False
             raise
         finally:
             self._release()
@@ -587,7 +593,7 @@ class Writer:
         if not self.started:
             self._start(line)
         if line.kind == stream.HEADER:
-            if self.fd is not None:
+            if self.file is not None:
                 return line.raw
             self.pending.append((line.raw, None, True))
             return b""
@@ -597,7 +603,7 @@ class Writer:
             raw = stream.dumps(obj)
             del self.ids[obj["id"]]        # complete() reserved it; written below
         entry_id = obj["id"]
-        if self.fd is not None:
+        if self.file is not None:
             self._append(raw, obj)         # or, when the file has it, compare
             self.leaf = entry_id
             return raw
@@ -623,12 +629,6 @@ class Writer:
 
     def close(self):
         """Close the file, keeping what is known of it in the index cache."""
-        if self.fd is not None:
-            self._release()
-            if self.dirty:
-                r = Scan()
-                r.header_raw, r.ids, r.leaf, r.end, r.end_line = (self.header_raw, self.ids, self.file_leaf,
-                                                                  self.size, self.lines)
-                index.save(self.path, self.fd, r, self.env)
-            os.close(self.fd)
-            self.fd = None
+        if self.file is not None:
+            self.file.close()
+            self.file = None

@@ -5,9 +5,9 @@ A line is a header (`"type":"session"`), an entry (an object with a string
 Lines are kept as the bytes that arrived, so a filter can echo them exactly.
 
 This module is the one definition of the format's rules, which every reader
-applies: `loads` (a complete JSON object or None), `torn` (what a crash can
-leave; session.scan's recovery applies the same rule inline, line by
-line), `classify` (the kind of a line, or a
+applies: `loads` (a complete JSON object or None), `torn` / `why_torn` (what a
+crash can leave, and why a line looks so: session.scan's recovery asks it
+of every line but the common one), `classify` (the kind of a line, or a
 ValueError saying what is wrong with it),
 `is_header`, `header_of` (a first line read cheaply), `is_assistant`,
 `is_compaction`, `is_partial` / `omitted_ids` (a stream that is not the
@@ -98,7 +98,28 @@ def torn(raw):
     line feed, or one that is not a complete JSON object. (Only at the end of
     a file is it torn; with valid lines after it, it is a bad line.) A
     complete object nested too deeply to read is not torn (`too_deep`)."""
-    return raw[-1:] != b"\n" or (loads(raw) is None and not too_deep(raw))
+    return why_torn(raw) is not None
+
+
+# What a reader that parsed a line itself passes `why_torn` when orjson refused it.
+NOT_JSON = object()
+_UNREAD = object()
+
+
+def why_torn(raw, parsed=_UNREAD):
+    """What makes a line look `torn`, or None when it does not. `parsed`:
+    what orjson.loads gave for the line (NOT_JSON when it raised), for a
+    reader that parsed it already."""
+    if raw[-1:] != b"\n":
+        return "the last line has no line feed"
+    if parsed is _UNREAD:
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            parsed = NOT_JSON
+    if parsed is NOT_JSON:
+        return None if too_deep(raw) else "not valid JSON"
+    return None if type(parsed) is dict else "not a JSON object"
 
 
 # A JSON string: its quotes and everything between (escapes taken whole).
@@ -402,26 +423,38 @@ def read_batches(f, name="<stdin>", _lines=None):
 def _chunks(f):
     """Lists of the complete lines of each read of f (a line longer than a
     read is gathered first); the last line may lack its line feed."""
-    read = getattr(f, "read1", f.read)
-    carry = []
+    for data, stop in pieces(f, 1 << 16, getattr(f, "read1", f.read)):
+        if stop is None:
+            yield [data]
+            continue
+        if stop < len(data):
+            data = data[:stop]
+        # bytes.splitlines breaks at b"\n", b"\r" and b"\r\n" only: without a b"\r" it is a split on b"\n"
+        yield data.splitlines(keepends=True) if b"\r" not in data else _split(data)
+
+
+def pieces(f, size, read=None):
+    """f's bytes from where it stands, read `size` at a time (by `read`,
+    else f.read), as (data, stop): data[:stop] is whole lines (a line
+    longer than a read is gathered first); last, what follows the last line
+    feed, when anything does, with stop None."""
+    read, carry = read or f.read, []
     while True:
-        chunk = read(1 << 16)
+        chunk = read(size)
         if not chunk:
             if carry:
-                yield [b"".join(carry)]
+                yield b"".join(carry), None
             return
-        end = chunk.rfind(b"\n") + 1
-        if not end:
+        stop = chunk.rfind(b"\n") + 1
+        if not stop:
             carry.append(chunk)
             continue
         if carry:
-            carry.append(chunk[:end])
-            data = b"".join(carry)
-        else:
-            data = chunk[:end] if end < len(chunk) else chunk
-        carry = [chunk[end:]] if end < len(chunk) else []
-        # bytes.splitlines breaks at b"\n", b"\r" and b"\r\n" only: without a b"\r" it is a split on b"\n"
-        yield data.splitlines(keepends=True) if b"\r" not in data else _split(data)
+            carry.append(chunk)
+            chunk = b"".join(carry)
+            stop += len(chunk) - len(carry[-1])
+        yield chunk, stop
+        carry = [chunk[stop:]] if stop < len(chunk) else []
 
 
 def _split(data):

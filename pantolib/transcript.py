@@ -93,6 +93,13 @@ def _blocks(content):
     return "\n".join(out)
 
 
+def _text(obj):
+    """The text of an entry that is not a message (a summary, a name), or ""."""
+    from pantolib import entries
+
+    return "".join(text for _, text in entries.texts_of(obj))
+
+
 def entry(obj):
     """The Markdown of one entry (ending in a blank line)."""
     t = obj.get("type")
@@ -110,12 +117,12 @@ def entry(obj):
             body += ("\n" if body else "") + usage_line(msg)
         return f"## {title}\n\n{body}\n"
     if t == "compaction":
-        summary = obj.get("summary") if isinstance(obj.get("summary"), str) else ""
+        summary = _text(obj)
         body = "*summary of the conversation before this point:*\n\n" + summary.rstrip("\n") + "\n"
         if isinstance(obj.get("usage"), dict):
             body += "\n" + usage_line(obj)
         return f"## compaction{_who(obj)}\n\n{body}\n"
     if t == "sessionInfo":
-        name = obj.get("name") if isinstance(obj.get("name"), str) else ""
+        name = _text(obj)
         return f"*named: {name}*\n\n"
     return f"*(an entry of type {t})*\n\n"

@@ -114,7 +114,7 @@ def append(path):
     finally:
         writer.close()
     if downstream[1] is not None:
-        where = f" (every line is saved in {writer.path})" if writer.fd is not None or writer.path else ""
+        where = f" (every line is saved in {writer.path})" if writer.path else ""
         cli.warn(NAME, f"stdout: {downstream[1].strerror or downstream[1]}: the stream was not "
                        f"passed on whole{where}")
         return cli.FAIL
@@ -122,8 +122,6 @@ def append(path):
 
 
 def replay(arg, no_repair, at=None, skip_bad=False):
-    import fcntl
-
     from pantolib import session
 
     path = _session_path(arg)
@@ -146,15 +144,9 @@ def replay(arg, no_repair, at=None, skip_bad=False):
         if no_repair:
             cli.warn(NAME, f"{path}:{r.cut_line}: torn tail; a repair would cut {what}")
         else:
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)   # an appender may be mid-write
-                r = session.recover(path, fd, ids=False)
-                cut = r.cut
-            finally:
-                os.close(fd)
-            if cut:
-                cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({cut} bytes)")
+            r = session.recover_file(path)
+            if r.cut:
+                cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
     if at is not None:
         return replay_at(path, r.end, at)
     _copy(path, r.end)
@@ -168,8 +160,6 @@ def replay_context(arg, no_repair, at, skip_bad):
     byte for byte. Read by offset: the file's tree comes from the index
     cache, read on from where it stopped (a torn tail is cut, as replay does).
     When nothing is left out, the output is the plain replay."""
-    import fcntl
-
     from pantolib import conversation, index, session, stream
     from pantolib.errors import UsageError
 
@@ -180,11 +170,7 @@ def replay_context(arg, no_repair, at, skip_bad):
     session.check_path(path)
     fd = os.open(path, (os.O_RDONLY if no_repair else os.O_RDWR) | os.O_CLOEXEC)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH if no_repair else fcntl.LOCK_EX)   # an appender may be mid-write
-        try:
-            r = session.read_indexed(path, fd, fix=not no_repair)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        r = session.read_locked(path, fd, fix=not no_repair)
         if r.cut:
             cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
         elif no_repair and r.cut_line is not None:
@@ -200,17 +186,10 @@ def replay_context(arg, no_repair, at, skip_bad):
         kept = set(keep)
         head = stream.partial_header(r.header, [i for i in nodes if i not in kept]) \
             if len(keep) < len(nodes) else r.header_raw
-        ranges = []
-        for eid in keep:
-            n = nodes[eid]
-            if ranges and ranges[-1][1] == n[index.START]:
-                ranges[-1][1] = n[index.END]
-            else:
-                ranges.append([n[index.START], n[index.END]])
         out = cli.stdout()
         out.write(head)
         out.flush()
-        for start, end in ranges:
+        for start, end in index.ranges(nodes, keep):
             _send(fd, start, end)
     finally:
         os.close(fd)
@@ -237,28 +216,12 @@ def _copy(path, length, offset=0):
 
 
 def _send(fd, offset, end):
-    """Write bytes offset..end of the open file fd to stdout (sendfile, else reads)."""
+    """Write bytes offset..end of the open file fd to stdout."""
+    from pantolib import files
+
     out = cli.stdout()
     out.flush()
-    fd_out = sys.stdout.fileno()
-    begin = offset
-    try:
-        while offset < end:
-            n = os.sendfile(fd_out, fd, offset, min(end - offset, 1 << 24))
-            if n == 0:
-                break
-            offset += n
-        return
-    except OSError as e:
-        if isinstance(e, BrokenPipeError) or offset > begin:
-            raise
-    while offset < end:
-        chunk = os.pread(fd, min(end - offset, 1 << 20), offset)
-        if not chunk:
-            break
-        out.write(chunk)
-        offset += len(chunk)
-    out.flush()
+    files.send(fd, offset, end, sys.stdout.fileno(), out)
 
 
 # -- branches: replay --at, tree, show, name ------------------------------------
@@ -307,26 +270,12 @@ class _Source:
             yield from stream.read(_bounded(f, self.end), self.name)
 
 
-def _parents(lines):
-    """(header, id -> parentId, leaf) of a stream's lines."""
-    from pantolib import stream
-
-    header, parent_of, leaf = None, {}, None
-    for line in lines:
-        if line.kind == stream.HEADER:
-            header = line.obj
-        elif line.kind == stream.ENTRY:
-            parent_of[line.obj["id"]] = line.obj.get("parentId")
-            leaf = line.obj["id"]
-    return header, parent_of, leaf
-
-
 def replay_at(path, length, at):
     """Print the header and the entries on the path from the root to entry `at`."""
     from pantolib import conversation, stream
 
     src = _Source(path, length)
-    _, parent_of, _ = _parents(src.lines())
+    _, parent_of, _ = conversation.parents(src.lines())
     target = conversation.find_entry(parent_of, at, f"'{path}'")
     keep = set(conversation.chain(parent_of, target))
     out = cli.stdout()
@@ -338,25 +287,16 @@ def replay_at(path, length, at):
 
 def _first_line(obj):
     """A one-line summary of an entry's text, for tree."""
-    t = obj.get("type")
-    if t == "message":
-        for block in obj["message"]["content"]:
-            bt = block.get("type")
-            if bt == "text":
-                text = block["text"]
-            elif bt == "toolUse":
-                text = f"[{block['name']}] {block['input']}"
-            elif bt == "toolResult":
-                text = "[result] " + block["content"]
-            else:
-                continue
-            for line in text.split("\n"):
-                if line.strip():
-                    return line.strip()
-        return ""
-    value = obj.get("summary") if t == "compaction" else obj.get("name") if t == "sessionInfo" else None
-    if isinstance(value, str):
-        return next((x.strip() for x in value.split("\n") if x.strip()), "")
+    from pantolib import entries
+
+    for block, text in entries.texts_of(obj):
+        if block is not None and block["type"] == "toolUse":
+            text = f"[{block['name']}] {text}"
+        elif block is not None and block["type"] == "toolResult":
+            text = "[result] " + text
+        for line in text.split("\n"):
+            if line.strip():
+                return line.strip()
     return ""
 
 
@@ -390,22 +330,14 @@ def tree(arg, as_json):
         spool = open(name, "rb")
         raws = _bounded_at(spool, r.end)
     with spool:
-        parent_of, where, leaf = {}, {}, None
-        for line in stream.read(raws, name):
-            if line.kind != stream.ENTRY:
-                continue
-            eid = line.obj["id"]
-            if eid in where:
-                continue
-            parent_of[eid], where[eid] = line.obj.get("parentId"), raws.offset
-            leaf = eid
-        active = set(conversation.chain(parent_of, leaf)) if leaf else set()
+        found = ((line.obj["id"], line.obj.get("parentId"), raws.offset)
+                 for line in stream.read(raws, name) if line.kind == stream.ENTRY)
         out = cli.stdout()
         row = _tree_json() if as_json else _tree_row
         buf, size = [], 0
-        for eid, depth in conversation.walk(parent_of):
-            spool.seek(where[eid])
-            data = row(stream.loads(spool.readline()), eid, depth, eid in active)
+        for eid, where, depth, active in conversation.tree(found):
+            spool.seek(where)
+            data = row(stream.loads(spool.readline()), eid, depth, active)
             buf.append(data)
             size += len(data)
             if size >= 1 << 16:
@@ -507,7 +439,7 @@ def show(arg, at, every):
     src = _Source.of(arg)
     keep = None
     if not every:
-        _, parent_of, leaf = _parents(src.lines())
+        _, parent_of, leaf = conversation.parents(src.lines())
         target = leaf if at is None else conversation.find_entry(parent_of, at, f"'{src.name}'")
         keep = set(conversation.chain(parent_of, target)) if target else set()
     tty = sys.stdout.isatty()     # a person reads it: no escape sequence may act

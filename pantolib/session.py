@@ -153,10 +153,10 @@ class _LineRules:
         except ValueError as e:
             self.broken(lineno, offset, end, e)
             return
-        if kind is stream.ENTRY:
-            self.entry(obj, offset, end, lineno)
-        elif self.r.header is None:
+        if self.r.header is None:        # the first line, whatever it holds, must be the header
             self.header(obj, raw, end, lineno, kind)
+        elif kind is stream.ENTRY:
+            self.entry(obj, offset, end, lineno)
         elif kind is stream.HEADER:
             self.torn_looking(lineno, offset, end, "a session header after the first line")
         elif not self.skip_bad:

@@ -169,9 +169,6 @@ def test_a_file_whose_first_line_is_no_header_is_no_session_and_is_never_cut(tmp
         assert read(p) == data
 
 
-@pytest.mark.xfail(strict=True, reason="session.scan takes a valid entry on the first line in as an entry "
-                   "(`if kind is ENTRY: pass` comes before the `r.header is None` check in scan's one()), "
-                   "then says 'not a panto session (empty file)' with no line, or names a later line as the first")
 @pytest.mark.parametrize("after", [b"", msg("0000bbbb", "0000aaaa", "assistant", "yo"), b'{"type":"sess'])
 def test_a_file_that_begins_with_an_entry_is_refused_at_its_first_line(tmp_path, after):
     data = msg("0000aaaa", None, "user", "hi") + after

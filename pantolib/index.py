@@ -63,7 +63,7 @@ def _tail_sum(fd, end):
 
 def load(path, fd, st, env=None):
     """What the cache knows of the file open as fd (st: its fstat), as a dict
-    (header, header_raw, ids, leaf, end, end_line: a session.Scan's fields up
+    (header, header_raw, ids, leaf, end, end_line: a session.FileState's fields up
     to the offset the cache covers), or None when no cache entry may be used."""
     import orjson
 
@@ -90,7 +90,7 @@ def load(path, fd, st, env=None):
 
 
 def save(path, fd, r, env=None):
-    """Keep what r (a session.Scan with nodes, covering the file open as fd up
+    """Keep what r (a session.FileState with nodes, covering the file open as fd up
     to r.end) found, for the next run. Never fails: a cache only saves time."""
     import orjson
 

@@ -67,7 +67,7 @@ class Tokens:
         self.today_dependent = False  # a tier was decided by today's rates (an entry without a time)
 
     def add(self, entry):
-        """Count one priced entry (a parsed line that `Scan` yields)."""
+        """Count one priced entry (a parsed line that `scan.PricedEntries` yields)."""
         if entry.get("type") == "compaction":
             src, compaction = entry, 1
             provider, model = entry.get("provider"), entry.get("model")
@@ -168,7 +168,7 @@ class Tally:
         self._rows = self._rollups = None
 
     def add(self, entry, group=None):
-        """Count one priced entry (a parsed line that `Scan` yields)."""
+        """Count one priced entry (a parsed line that `scan.PricedEntries` yields)."""
         t = self._sums.get(group)
         if t is None:
             t = self._sums[group] = {}

@@ -18,7 +18,7 @@ from pantolib import entries, files, index, paths, stream
 from pantolib.errors import PantoError, SessionError
 
 
-class Scan:
+class FileState:
     """What reading a session file found."""
 
     __slots__ = ("header", "header_raw", "ids", "leaf", "end", "end_line", "size", "cut_line", "bad", "after",
@@ -65,7 +65,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
     ids=False leaves the entry ids out (a reader that only prints the file
     keeps constant memory); with ids, `ids` maps each to its index.node.
     """
-    r = result or Scan()
+    r = result or FileState()
     lines = _LineRules(path, r, skip_bad, ids)
     own = f is None
     if own:
@@ -86,7 +86,7 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
 
 
 class _LineRules:
-    """scan's rules for each line of one file, taking what they find into a Scan."""
+    """scan's rules for each line of one file, taking what they find into a FileState."""
 
     def __init__(self, path, r, skip_bad, ids):
         self.path, self.r, self.skip_bad = path, r, skip_bad
@@ -245,14 +245,14 @@ def recover(path, fd, result=None, start=0, lineno=0, fix=True, ids=True):
 def read_indexed(path, fd, fix=True, env=None):
     """The file open as fd, scanned and (fix) its torn tail cut, from the
     index cache's offset when a cache entry may be used, else from the top:
-    a Scan with nodes. The caller holds fd's exclusive flock when fix.
+    a FileState with nodes. The caller holds fd's exclusive flock when fix.
     r.fresh tells whether anything was read (then the cache wants saving)."""
     st = os.fstat(fd)
     known = index.load(path, fd, st, env)
     if known is None:
         r = recover(path, fd, fix=fix)
     else:
-        r = Scan()
+        r = FileState()
         r.header, r.header_raw, r.ids, r.leaf = known["header"], known["header_raw"], known["ids"], known["leaf"]
         r.end = r.size = known["end"]
         r.end_line = known["end_line"]
@@ -276,7 +276,7 @@ def read_locked(path, fd, fix=True, env=None):
 
 def recover_file(path):
     """Cut the torn tail of the file at path under its exclusive flock (an
-    appender may be mid-write): the Scan, without ids, r.cut the bytes cut."""
+    appender may be mid-write): the FileState, without ids, r.cut the bytes cut."""
     fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -384,7 +384,7 @@ class _File:
             raise PantoError(f"'{self.path}' was cut shorter while appending (from {self.size} to {size} "
                              f"bytes): stopped, so that nothing is written after entries that may be "
                              f"gone (check it with panto-log replay)")
-        r = Scan()
+        r = FileState()
         r.header, r.header_raw, r.ids, r.leaf = self.header, self.header_raw, self.ids, self.leaf
         recover(self.path, self.fd, r, start=self.size, lineno=self.lines)
         self.size, self.lines, self.leaf = r.end, r.end_line, r.leaf
@@ -432,7 +432,7 @@ class _File:
         """Close the file, keeping what is known of it in the index cache (keep_index)."""
         self.release()
         if keep_index and self.dirty:
-            r = Scan()
+            r = FileState()
             r.header_raw, r.ids, r.leaf, r.end, r.end_line = self.header_raw, self.ids, self.leaf, self.size, self.lines
             index.save(self.path, self.fd, r, self.env)
         os.close(self.fd)

@@ -79,8 +79,6 @@ def styled(stream, env=None):
 # on bracketed paste (ESC [ ? 2004 h) for as long as panto runs, and treats a
 # paste as text whatever it holds: a pasted newline never submits.
 
-PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
-_PASTE_START, _PASTE_END = "\x1b[200~", "\x1b[201~"
 CONTINUATION = "  "
 
 
@@ -128,11 +126,167 @@ def size(fd):
 
 
 class Edit(Exception):
-    """What ended an edit besides Enter: 'interrupt' (Ctrl-C) or 'eof' (Ctrl-D)."""
+    """What ended an edit besides Enter: 'interrupt' (Ctrl-C) or 'eof' (Ctrl-D,
+    or the end of the terminal's input)."""
 
     def __init__(self, how, text=""):
         super().__init__(how)
         self.how, self.text = how, text
+
+
+# --- keys: the one reader of the person's keys ---------------------------------
+#
+# The prompt (LineEditor) and panto-tool's one-key question (tools/confirm.py)
+# both read through Keys: the same escape sequences, the same bracketed
+# paste, the same lone Esc.
+
+def keys_mode(fd, raw=False, flush=False):
+    """Make the terminal on fd deliver each key as it is typed, unechoed;
+    returns the mode restore_mode() gives back (termios.error: no terminal).
+    raw: Ctrl-C, Ctrl-Z and flow control arrive as keys and Enter as CR (the
+    prompt handles them); else (cbreak) they keep their meaning. flush: keys
+    typed before are dropped."""
+    import termios
+
+    old = termios.tcgetattr(fd)
+    new = termios.tcgetattr(fd)
+    if raw:
+        new[0] &= ~(termios.BRKINT | termios.ICRNL | termios.INPCK | termios.ISTRIP | termios.IXON)
+        new[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN | termios.ISIG)
+    else:
+        new[3] &= ~(termios.ICANON | termios.ECHO)
+    new[6][termios.VMIN], new[6][termios.VTIME] = 1, 0
+    if flush:
+        termios.tcsetattr(fd, termios.TCSAFLUSH, new)
+        termios.tcflush(fd, termios.TCIFLUSH)
+    else:
+        termios.tcsetattr(fd, termios.TCSANOW, new)
+    return old
+
+
+def restore_mode(fd, old, drain=False):
+    """Give the terminal on fd back a mode keys_mode() returned, if it is
+    still there (drain: after what was written has been sent)."""
+    import termios
+
+    try:
+        termios.tcsetattr(fd, termios.TCSADRAIN if drain else termios.TCSANOW, old)
+    except (termios.error, OSError):
+        pass
+
+
+class Keys:
+    """The keys typed on the terminal on fd. A key is a character, a name
+    ("up", "home", "delete", "word-left", ...; "esc" for Esc alone,
+    "unknown" for a sequence panto has no use for), or ("paste", text) for
+    a whole bracketed paste, its line ends made LF. `pending` holds what was
+    read and not yet taken."""
+
+    ESC_WAIT = 0.05     # seconds the rest of an escape sequence may take to arrive
+
+    def __init__(self, fd):
+        import codecs
+
+        self.fd = fd
+        self.pending = ""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, data):
+        """Bytes from the terminal, read by someone else: taken as typed."""
+        self.pending += self.decoder.decode(data)
+
+    def more(self, wait=None):
+        """Read what the terminal has; False on timeout (wait: seconds).
+        Raises Edit('eof') at the end of input."""
+        import select
+
+        if wait is not None and not select.select([self.fd], [], [], wait)[0]:
+            return False
+        try:
+            data = os.read(self.fd, 65536)
+        except InterruptedError:
+            return True
+        except OSError:         # the terminal has gone (EIO after a hang-up)
+            data = b""
+        if not data:
+            raise Edit("eof")
+        self.feed(data)
+        return True
+
+    def next(self):
+        """The next key, waiting for it."""
+        while not self.pending:
+            self.more()
+        return self._take()
+
+    def batch(self):
+        """The keys of one read (with the rest of a sequence or paste begun in
+        it): a key pressed alone comes alone; keys typed ahead, or pasted
+        without brackets, come several at once."""
+        self.more()
+        keys = []
+        while self.pending:
+            keys.append(self._take())
+        return keys
+
+    def _take(self):
+        """The key at the start of pending, once all of it has arrived."""
+        while True:
+            got = _parse_key(self.pending)
+            if got is None:
+                if self.pending.startswith(PASTE_START):
+                    self.more()                 # a paste: until its end mark, however long
+                    continue
+                if self.more(self.ESC_WAIT):    # a sequence: briefly, else it is what came
+                    continue
+                got = _parse_key(self.pending, final=True)
+            key, n = got
+            self.pending = self.pending[n:]
+            return key
+
+
+def _parse_key(text, final=False):
+    """(key, characters it takes) at the start of text, or None while the
+    rest of it may still come (final: it will not)."""
+    if text[0] != "\x1b":
+        return text[0], 1
+    if text.startswith(PASTE_START):
+        end = text.find(PASTE_END, len(PASTE_START))
+        if end < 0:
+            return None
+        body = text[len(PASTE_START):end].replace("\r\n", "\n").replace("\r", "\n")
+        return ("paste", body), end + len(PASTE_END)
+    if len(text) < 2:
+        return ("esc", 1) if final else None
+    if text[1] not in "[O":
+        return _ALT_KEYS.get(text[1], "unknown"), 2
+    n = _complete(text)
+    if n:
+        return _KEYS.get(text[:n], "unknown"), n
+    return ("unknown", len(text)) if final else None
+
+
+def _complete(seq):
+    """Length of the complete CSI/SS3 sequence at the start of seq, or 0."""
+    if len(seq) < 3:
+        return 0
+    if seq[1] == "O":
+        return 3
+    for i in range(2, len(seq)):
+        if "@" <= seq[i] <= "~":
+            return i + 1
+    return 0
+
+
+_KEYS = {
+    "\x1b[A": "up", "\x1b[B": "down", "\x1b[C": "right", "\x1b[D": "left",
+    "\x1bOA": "up", "\x1bOB": "down", "\x1bOC": "right", "\x1bOD": "left",
+    "\x1b[H": "home", "\x1b[F": "end", "\x1bOH": "home", "\x1bOF": "end",
+    "\x1b[1~": "home", "\x1b[4~": "end", "\x1b[7~": "home", "\x1b[8~": "end",
+    "\x1b[3~": "delete", "\x1b[1;5D": "word-left", "\x1b[1;5C": "word-right",
+    "\x1b[1;3D": "word-left", "\x1b[1;3C": "word-right",
+}
+_ALT_KEYS = {"b": "word-left", "f": "word-right", "\x7f": "word-rubout"}   # ESC, then the key
 
 
 class LineEditor:
@@ -149,11 +303,22 @@ class LineEditor:
         self.fd_in, self.fd_out = fd_in, fd_out
         self.history = history if history is not None else []
         self.words = sorted(words)  # what Tab completes at the start of a prompt (the /commands)
-        self.pending = ""           # decoded input not yet handled
+        self.keys = Keys(fd_in)
         self.cursor_row = 0         # rows from the top of the drawn prompt to the cursor
-        import codecs
 
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    @property
+    def pending(self):
+        """Keys read and not yet handled: the next read() handles them first."""
+        return self.keys.pending
+
+    @pending.setter
+    def pending(self, text):
+        self.keys.pending = text
+
+    @property
+    def decoder(self):
+        """The decoder of what the terminal sends (keys read elsewhere go through it)."""
+        return self.keys.decoder
 
     # -- the terminal --------------------------------------------------------
     def write(self, s):
@@ -165,76 +330,6 @@ class LineEditor:
         while data:
             n = os.write(self.fd_out, data)
             data = data[n:]
-
-    def _raw(self):
-        import termios
-
-        old = termios.tcgetattr(self.fd_in)
-        new = termios.tcgetattr(self.fd_in)
-        new[0] &= ~(termios.BRKINT | termios.ICRNL | termios.INPCK | termios.ISTRIP | termios.IXON)
-        new[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN | termios.ISIG)
-        new[6][termios.VMIN], new[6][termios.VTIME] = 1, 0
-        termios.tcsetattr(self.fd_in, termios.TCSANOW, new)
-        return old
-
-    def _restore(self, old):
-        import termios
-
-        try:
-            termios.tcsetattr(self.fd_in, termios.TCSANOW, old)
-        except termios.error:
-            pass
-
-    def _more(self, wait=None):
-        """Read what the terminal has; False at end of input (or on timeout)."""
-        import select
-
-        if wait is not None and not select.select([self.fd_in], [], [], wait)[0]:
-            return False
-        try:
-            data = os.read(self.fd_in, 65536)
-        except InterruptedError:
-            return True
-        except OSError:         # the terminal has gone (EIO after a hang-up)
-            data = b""
-        if not data:
-            raise Edit("eof")
-        self.pending += self.decoder.decode(data)
-        return True
-
-    def _key(self):
-        """The next key: a character, a named key, or ('paste', text)."""
-        while not self.pending:
-            self._more()
-        p = self.pending
-        if p[0] != "\x1b":
-            self.pending = p[1:]
-            return p[0]
-        if p.startswith(_PASTE_START):
-            while _PASTE_END not in self.pending:
-                self._more()
-            body, _, rest = self.pending[len(_PASTE_START):].partition(_PASTE_END)
-            self.pending = rest
-            return ("paste", body.replace("\r\n", "\n").replace("\r", "\n"))
-        # an escape sequence: wait briefly for the rest of it
-        while len(self.pending) < 2 or (self.pending[1] in "[O" and not _complete(self.pending)):
-            if not self._more(0.05):
-                break
-        p = self.pending
-        if len(p) < 2:
-            self.pending = ""
-            return "esc"
-        if p[1] not in "[O":
-            self.pending = p[2:]
-            return {"b": "word-left", "f": "word-right", "\x7f": "word-rubout"}.get(p[1], "esc")
-        if p.startswith(_PASTE_START):
-            return self._key()
-        n = _complete(p)
-        if not n:
-            self.pending = ""
-            return "esc"
-        seq, self.pending = p[:n], p[n:]
-        return _KEYS.get(seq, "esc")
 
     # -- drawing -------------------------------------------------------------
     def _draw(self, prompt, buf, pos, first=False, whole=False):
@@ -312,10 +407,10 @@ class LineEditor:
         """Whether a Ctrl-C was read already, after the Enter that ended the
         last prompt (keys that came in one read with it): it is taken out of
         what waits for the next prompt, and the caller cancels the turn."""
-        i = self.pending.find("\x03")
+        i = self.keys.pending.find("\x03")
         if i < 0:
             return False
-        self.pending = self.pending[i + 1:]
+        self.keys.pending = self.keys.pending[i + 1:]
         return True
 
     # -- editing -------------------------------------------------------------
@@ -325,7 +420,7 @@ class LineEditor:
         import termios
 
         try:
-            old = self._raw()
+            old = keys_mode(self.fd_in, raw=True)
         except termios.error:
             raise Edit("eof") from None
         buf, pos = initial, len(initial)
@@ -336,7 +431,7 @@ class LineEditor:
             self._draw(prompt, buf, pos, first=True)
             while True:
                 try:
-                    k = self._key()
+                    k = self.keys.next()
                 except KeyboardInterrupt:   # a SIGINT from outside
                     k = "\x03"
                 if isinstance(k, tuple):    # a paste: text, whatever it holds
@@ -347,7 +442,7 @@ class LineEditor:
                     else:
                         self._finish(prompt, buf)
                         try:
-                            while self._more(0):    # keys already typed after it (a Ctrl-C, say)
+                            while self.keys.more(0):    # keys already typed after it (a Ctrl-C, say)
                                 pass
                         except Edit:
                             pass                    # the end of input comes with the next prompt
@@ -402,11 +497,11 @@ class LineEditor:
                 elif k == "\x1a":
                     self._finish(prompt, buf)
                     self._write(PASTE_OFF)
-                    self._restore(old)
+                    restore_mode(self.fd_in, old)
                     import signal
 
                     os.kill(0, signal.SIGTSTP)
-                    old = self._raw()
+                    old = keys_mode(self.fd_in, raw=True)
                     self._write(PASTE_ON)
                     self._draw(prompt, buf, pos, first=True)
                     continue
@@ -423,10 +518,10 @@ class LineEditor:
                     buf, pos = buf[:pos] + k + buf[pos:], pos + 1
                 else:
                     continue
-                if not self.pending or len(self.pending) > 4096:
+                if not self.keys.pending or len(self.keys.pending) > 4096:
                     self._draw(prompt, buf, pos)
         finally:
-            self._restore(old)
+            restore_mode(self.fd_in, old)
 
     def _complete_word(self, buf):
         """(the text, the choices to show or ""): Tab at the end of `/wo`."""
@@ -441,28 +536,6 @@ class LineEditor:
         if common != buf:
             return common, ""
         return buf, "  ".join(match)
-
-
-def _complete(seq):
-    """Length of the complete CSI/SS3 sequence at the start of seq, or 0."""
-    if len(seq) < 3:
-        return 0
-    if seq[1] == "O":
-        return 3
-    for i in range(2, len(seq)):
-        if "@" <= seq[i] <= "~":
-            return i + 1
-    return 0
-
-
-_KEYS = {
-    "\x1b[A": "up", "\x1b[B": "down", "\x1b[C": "right", "\x1b[D": "left",
-    "\x1bOA": "up", "\x1bOB": "down", "\x1bOC": "right", "\x1bOD": "left",
-    "\x1b[H": "home", "\x1b[F": "end", "\x1bOH": "home", "\x1bOF": "end",
-    "\x1b[1~": "home", "\x1b[4~": "end", "\x1b[7~": "home", "\x1b[8~": "end",
-    "\x1b[3~": "delete", "\x1b[1;5D": "word-left", "\x1b[1;5C": "word-right",
-    "\x1b[1;3D": "word-left", "\x1b[1;3C": "word-right",
-}
 
 
 def _word_start(buf, pos):
@@ -544,9 +617,11 @@ class Spinner:
             self.on = False
 
 
-# --- SGR codes: the one set panto draws with (shown only where styled() says so) ---
+# --- escape codes: the one set panto writes and reads ---------------------------
 
+# SGR: what panto draws with (shown only where styled() says so)
 RESET, BOLD, DIM, ITALIC = "\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[3m"
 RED, GREEN, YELLOW, MAGENTA, CYAN = "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[36m"
-# the marks around a bracketed paste, for panto-tool's key reader (tools/confirm.py)
-PASTE_START, PASTE_END = _PASTE_START, _PASTE_END
+# bracketed paste: turned on and off, and the marks around each paste (Keys)
+PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"

@@ -327,10 +327,9 @@ class LineEditor:
         self._write(s)
 
     def _write(self, s):
-        data = s.encode("utf-8", "replace")
-        while data:
-            n = os.write(self.fd_out, data)
-            data = data[n:]
+        from pantolib.files import write_all
+
+        write_all(self.fd_out, s.encode("utf-8", "replace"))
 
     def interrupted_ahead(self):
         """Whether a Ctrl-C was read already, after the Enter that ended the

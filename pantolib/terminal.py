@@ -1,4 +1,4 @@
-"""The person's terminal: what may reach it, and whether to colour it.
+"""The person's terminal: what may reach it, whether to colour it, and the keys read from it.
 
 Every piece of text that comes from a model, a tool or a server and is bound
 for a terminal goes through `visible()`: control characters and escape

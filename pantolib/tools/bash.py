@@ -171,8 +171,10 @@ def _stop(proc, sel, out, started):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     seconds = time.monotonic() - started
     _kill_group(proc, signal.SIGINT)
+    if not sel.get_map():   # it came before the output was read: what it printed is kept all the same
+        sel.register(proc.stdout.fileno(), selectors.EVENT_READ)
     end = time.monotonic() + STOP_GRACE
-    while (now := time.monotonic()) < end and sel.get_map() and sel.select(end - now):
+    while (now := time.monotonic()) < end and sel.select(end - now):
         chunk = os.read(proc.stdout.fileno(), 1 << 16)
         if not chunk:
             break

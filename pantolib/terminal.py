@@ -138,7 +138,9 @@ class Edit(Exception):
 #
 # The prompt (LineEditor) and panto-tool's one-key question (tools/confirm.py)
 # both read through Keys: the same escape sequences, the same bracketed
-# paste, the same lone Esc.
+# paste, the same lone Esc. The Esc key while a reply streams
+# (pipeline.EscKey) takes the terminal with keys_mode() too, but hands the
+# bytes it reads on to the next prompt's Keys.
 
 def keys_mode(fd, raw=False, flush=False):
     """Make the terminal on fd deliver each key as it is typed, unechoed;

@@ -109,11 +109,7 @@ class EscKey:
             import termios
 
             try:
-                self.saved = termios.tcgetattr(self.fd_in)
-                mode = termios.tcgetattr(self.fd_in)
-                mode[3] &= ~(termios.ICANON | termios.ECHO)
-                mode[6][termios.VMIN], mode[6][termios.VTIME] = 1, 0
-                termios.tcsetattr(self.fd_in, termios.TCSANOW, mode)
+                self.saved = terminal.keys_mode(self.fd_in)
             except (termios.error, OSError):
                 self.off = True
                 return None
@@ -140,12 +136,7 @@ class EscKey:
 
     def close(self):
         if self.saved is not None:
-            import termios
-
-            try:
-                termios.tcsetattr(self.fd_in, termios.TCSANOW, self.saved)
-            except (termios.error, OSError):
-                pass
+            terminal.restore_mode(self.fd_in, self.saved)
             self.saved = None
 
 

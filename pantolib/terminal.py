@@ -1,4 +1,4 @@
-"""The person's terminal: what may reach it, and whether to colour it.
+"""The person's terminal: what may reach it, whether to colour it, and the keys read from it.
 
 Every piece of text that comes from a model, a tool or a server and is bound
 for a terminal goes through `visible()`: control characters and escape
@@ -79,8 +79,6 @@ def styled(stream, env=None):
 # on bracketed paste (ESC [ ? 2004 h) for as long as panto runs, and treats a
 # paste as text whatever it holds: a pasted newline never submits.
 
-PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
-_PASTE_START, _PASTE_END = "\x1b[200~", "\x1b[201~"
 CONTINUATION = "  "
 
 
@@ -128,319 +126,146 @@ def size(fd):
 
 
 class Edit(Exception):
-    """What ended an edit besides Enter: 'interrupt' (Ctrl-C) or 'eof' (Ctrl-D)."""
+    """What ended an edit besides Enter: 'interrupt' (Ctrl-C) or 'eof' (Ctrl-D,
+    or the end of the terminal's input)."""
 
     def __init__(self, how, text=""):
         super().__init__(how)
         self.how, self.text = how, text
 
 
-class LineEditor:
-    """A prompt line for a person: cursor keys, history, Emacs keys, bracketed paste.
+# --- keys: the one reader of the person's keys ---------------------------------
+#
+# The prompt (LineEditor) and panto-tool's one-key question (tools/confirm.py)
+# both read through Keys: the same escape sequences, the same bracketed
+# paste, the same lone Esc. The Esc key while a reply streams
+# (pipeline.EscKey) takes the terminal with keys_mode() too, but hands the
+# bytes it reads on to the next prompt's Keys.
 
-    `read(prompt)` returns the text (possibly many lines), or raises Edit
-    ('interrupt' with the text abandoned, or 'eof'). Keys: Left/Right,
-    Home/End, Ctrl-A/E, Up/Down (history), Backspace, Delete, Ctrl-D,
-    Ctrl-U/K (kill to start/end), Ctrl-W (word back), Alt-B/F (word left,
-    right), Ctrl-L (redraw), Enter (a line ending in `\\` continues on the next
-    line instead), Ctrl-C, Ctrl-Z (suspend)."""
+def keys_mode(fd, raw=False, flush=False):
+    """Make the terminal on fd deliver each key as it is typed, unechoed;
+    returns the mode restore_mode() gives back (termios.error: no terminal).
+    raw: Ctrl-C, Ctrl-Z and flow control arrive as keys and Enter as CR (the
+    prompt handles them); else (cbreak) they keep their meaning. flush: keys
+    typed before are dropped."""
+    import termios
 
-    def __init__(self, fd_in=0, fd_out=1, history=None, words=()):
-        self.fd_in, self.fd_out = fd_in, fd_out
-        self.history = history if history is not None else []
-        self.words = sorted(words)  # what Tab completes at the start of a prompt (the /commands)
-        self.pending = ""           # decoded input not yet handled
-        self.cursor_row = 0         # rows from the top of the drawn prompt to the cursor
-        import codecs
-
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
-
-    # -- the terminal --------------------------------------------------------
-    def write(self, s):
-        """Write to the terminal the prompt is drawn on."""
-        self._write(s)
-
-    def _write(self, s):
-        data = s.encode("utf-8", "replace")
-        while data:
-            n = os.write(self.fd_out, data)
-            data = data[n:]
-
-    def _raw(self):
-        import termios
-
-        old = termios.tcgetattr(self.fd_in)
-        new = termios.tcgetattr(self.fd_in)
+    old = termios.tcgetattr(fd)
+    new = termios.tcgetattr(fd)
+    if raw:
         new[0] &= ~(termios.BRKINT | termios.ICRNL | termios.INPCK | termios.ISTRIP | termios.IXON)
         new[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN | termios.ISIG)
-        new[6][termios.VMIN], new[6][termios.VTIME] = 1, 0
-        termios.tcsetattr(self.fd_in, termios.TCSANOW, new)
-        return old
+    else:
+        new[3] &= ~(termios.ICANON | termios.ECHO)
+    new[6][termios.VMIN], new[6][termios.VTIME] = 1, 0
+    if flush:
+        termios.tcsetattr(fd, termios.TCSAFLUSH, new)
+        termios.tcflush(fd, termios.TCIFLUSH)
+    else:
+        termios.tcsetattr(fd, termios.TCSANOW, new)
+    return old
 
-    def _restore(self, old):
-        import termios
 
-        try:
-            termios.tcsetattr(self.fd_in, termios.TCSANOW, old)
-        except termios.error:
-            pass
+def restore_mode(fd, old, drain=False):
+    """Give the terminal on fd back a mode keys_mode() returned, if it is
+    still there (drain: after what was written has been sent)."""
+    import termios
 
-    def _more(self, wait=None):
-        """Read what the terminal has; False at end of input (or on timeout)."""
+    try:
+        termios.tcsetattr(fd, termios.TCSADRAIN if drain else termios.TCSANOW, old)
+    except (termios.error, OSError):
+        pass
+
+
+class Keys:
+    """The keys typed on the terminal on fd. A key is a character, a name
+    ("up", "home", "delete", "word-left", ...; "esc" for Esc alone,
+    "unknown" for a sequence panto has no use for), or ("paste", text) for
+    a whole bracketed paste, its line ends made LF. `pending` holds what was
+    read and not yet taken."""
+
+    ESC_WAIT = 0.05     # seconds the rest of an escape sequence may take to arrive
+
+    def __init__(self, fd):
+        import codecs
+
+        self.fd = fd
+        self.pending = ""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, data):
+        """Bytes from the terminal, read by someone else: taken as typed."""
+        self.pending += self.decoder.decode(data)
+
+    def more(self, wait=None):
+        """Read what the terminal has; False on timeout (wait: seconds).
+        Raises Edit('eof') at the end of input."""
         import select
 
-        if wait is not None and not select.select([self.fd_in], [], [], wait)[0]:
+        if wait is not None and not select.select([self.fd], [], [], wait)[0]:
             return False
         try:
-            data = os.read(self.fd_in, 65536)
+            data = os.read(self.fd, 65536)
         except InterruptedError:
             return True
         except OSError:         # the terminal has gone (EIO after a hang-up)
             data = b""
         if not data:
             raise Edit("eof")
-        self.pending += self.decoder.decode(data)
+        self.feed(data)
         return True
 
-    def _key(self):
-        """The next key: a character, a named key, or ('paste', text)."""
+    def next(self):
+        """The next key, waiting for it."""
         while not self.pending:
-            self._more()
-        p = self.pending
-        if p[0] != "\x1b":
-            self.pending = p[1:]
-            return p[0]
-        if p.startswith(_PASTE_START):
-            while _PASTE_END not in self.pending:
-                self._more()
-            body, _, rest = self.pending[len(_PASTE_START):].partition(_PASTE_END)
-            self.pending = rest
-            return ("paste", body.replace("\r\n", "\n").replace("\r", "\n"))
-        # an escape sequence: wait briefly for the rest of it
-        while len(self.pending) < 2 or (self.pending[1] in "[O" and not _complete(self.pending)):
-            if not self._more(0.05):
-                break
-        p = self.pending
-        if len(p) < 2:
-            self.pending = ""
-            return "esc"
-        if p[1] not in "[O":
-            self.pending = p[2:]
-            return {"b": "word-left", "f": "word-right", "\x7f": "word-rubout"}.get(p[1], "esc")
-        if p.startswith(_PASTE_START):
-            return self._key()
-        n = _complete(p)
-        if not n:
-            self.pending = ""
-            return "esc"
-        seq, self.pending = p[:n], p[n:]
-        return _KEYS.get(seq, "esc")
+            self.more()
+        return self._take()
 
-    # -- drawing -------------------------------------------------------------
-    def _draw(self, prompt, buf, pos, first=False, whole=False):
-        cols, rows = size(self.fd_out)
-        lines = buf.split("\n")
-        before = buf[:pos]
-        li = before.count("\n")                        # the cursor's line
-        ci = len(before) - (before.rfind("\n") + 1)     # and its column in it
-        heads = [prompt] + [CONTINUATION] * (len(lines) - 1)
-        bodies = ["".join(_shown(c) for c in line) for line in lines]
-        widths = [_styled_width(h) + text_width(b) for h, b in zip(heads, bodies)]
+    def batch(self):
+        """The keys of one read (with the rest of a sequence or paste begun in
+        it): a key pressed alone comes alone; keys typed ahead, or pasted
+        without brackets, come several at once."""
+        self.more()
+        keys = []
+        while self.pending:
+            keys.append(self._take())
+        return keys
 
-        def rows_of(i):
-            return max(1, -(-widths[i] // cols))
-
-        # the lines that fit on the screen: the cursor's, then its neighbours
-        room = rows - 2 if not whole else float("inf")    # whole: all of it, into the scrollback
-        lo = hi = li
-        used = rows_of(li)
-        grew = True
-        while grew:
-            grew = False
-            if hi + 1 < len(lines) and used + rows_of(hi + 1) <= room:
-                hi += 1
-                used += rows_of(hi)
-                grew = True
-            if lo > 0 and used + rows_of(lo - 1) <= room:
-                lo -= 1
-                used += rows_of(lo)
-                grew = True
-        parts, row = [], 0
-        if lo > 0:
-            parts.append(f"{CONTINUATION}… {lo} more line{'s' if lo != 1 else ''} above")
-            row += 1
-        cursor_row = cursor_col = 0
-        for i in range(lo, hi + 1):
-            if i == li:
-                w = _styled_width(heads[i]) + text_width("".join(_shown(c) for c in lines[i][:ci]))
-                cursor_row, cursor_col = row + w // cols, w % cols
-            parts.append(heads[i] + bodies[i])
-            row += rows_of(i)
-        if hi + 1 < len(lines):
-            n = len(lines) - hi - 1
-            parts.append(f"{CONTINUATION}… {n} more line{'s' if n != 1 else ''} below")
-            row += 1
-        out = ["\r"]
-        if not first:
-            if self.cursor_row:
-                out.append(f"\x1b[{self.cursor_row}A")
-            out.append("\x1b[J")
-        out.append("\r\n".join(parts))
-        last = _styled_width(parts[-1])
-        end_row, end_col = row - 1, last % cols
-        if last and last % cols == 0:
-            out.append(" \r")   # out of the pending wrap: onto the next row, where the model has it
-            end_row, end_col = row, 0
-        up = end_row - cursor_row
-        if up > 0 or end_col != cursor_col:
-            out.append("\r")
-            if up > 0:
-                out.append(f"\x1b[{up}A")
-            if cursor_col:
-                out.append(f"\x1b[{cursor_col}C")
-        self.cursor_row = cursor_row
-        self._write("".join(out))
-
-    def _finish(self, prompt, buf):
-        """Redraw with the cursor after the text and go to the next line: all
-        of the text, however tall, so the scrollback holds the whole prompt."""
-        self._draw(prompt, buf, len(buf), whole=True)
-        self._write("\r\n")
-        self.cursor_row = 0
-
-    def interrupted_ahead(self):
-        """Whether a Ctrl-C was read already, after the Enter that ended the
-        last prompt (keys that came in one read with it): it is taken out of
-        what waits for the next prompt, and the caller cancels the turn."""
-        i = self.pending.find("\x03")
-        if i < 0:
-            return False
-        self.pending = self.pending[i + 1:]
-        return True
-
-    # -- editing -------------------------------------------------------------
-    def read(self, prompt, initial="", history=True):
-        """Keys typed before the prompt appeared (while a turn ran, unechoed)
-        are read first, as if typed now; history: Up/Down go through it."""
-        import termios
-
-        try:
-            old = self._raw()
-        except termios.error:
-            raise Edit("eof") from None
-        buf, pos = initial, len(initial)
-        hist = (self.history if history else []) + [buf]
-        at = len(hist) - 1
-        self.cursor_row = 0
-        try:
-            self._draw(prompt, buf, pos, first=True)
-            while True:
-                try:
-                    k = self._key()
-                except KeyboardInterrupt:   # a SIGINT from outside
-                    k = "\x03"
-                if isinstance(k, tuple):    # a paste: text, whatever it holds
-                    buf, pos = buf[:pos] + k[1] + buf[pos:], pos + len(k[1])
-                elif k in ("\r", "\n"):
-                    if buf[:pos].endswith("\\") and pos == len(buf):
-                        buf, pos = buf[:-1] + "\n", len(buf)
-                    else:
-                        self._finish(prompt, buf)
-                        try:
-                            while self._more(0):    # keys already typed after it (a Ctrl-C, say)
-                                pass
-                        except Edit:
-                            pass                    # the end of input comes with the next prompt
-                        return buf
-                elif k == "\x03":
-                    self._finish(prompt, buf + "^C" if buf else buf)
-                    raise Edit("interrupt", buf)
-                elif k == "\x04":
-                    if not buf:
-                        self._finish(prompt, buf)
-                        raise Edit("eof")
-                    buf = buf[:pos] + buf[pos + 1:]
-                elif k in ("\x7f", "\x08"):
-                    if pos:
-                        buf, pos = buf[:pos - 1] + buf[pos:], pos - 1
-                elif k == "delete":
-                    buf = buf[:pos] + buf[pos + 1:]
-                elif k in ("left", "\x02"):
-                    pos = max(0, pos - 1)
-                elif k in ("right", "\x06"):
-                    pos = min(len(buf), pos + 1)
-                elif k in ("home", "\x01"):
-                    pos = buf.rfind("\n", 0, pos) + 1
-                elif k in ("end", "\x05"):
-                    e = buf.find("\n", pos)
-                    pos = len(buf) if e < 0 else e
-                elif k == "\x15":           # Ctrl-U: kill to the start of the line
-                    s = buf.rfind("\n", 0, pos) + 1
-                    buf, pos = buf[:s] + buf[pos:], s
-                elif k == "\x0b":           # Ctrl-K: kill to the end of the line
-                    e = buf.find("\n", pos)
-                    buf = buf[:pos] + ("" if e < 0 else buf[e:])
-                elif k in ("\x17", "word-rubout"):
-                    s = _word_start(buf, pos)
-                    buf, pos = buf[:s] + buf[pos:], s
-                elif k == "word-left":
-                    pos = _word_start(buf, pos)
-                elif k == "word-right":
-                    pos = _word_end(buf, pos)
-                elif k in ("up", "\x10", "down", "\x0e"):
-                    step = -1 if k in ("up", "\x10") else 1
-                    if 0 <= at + step < len(hist):
-                        hist[at] = buf
-                        at += step
-                        buf = hist[at]
-                        pos = len(buf)
-                elif k == "\x0c":
-                    self._write("\x1b[H\x1b[2J")
-                    self.cursor_row = 0
-                    self._draw(prompt, buf, pos, first=True)
+    def _take(self):
+        """The key at the start of pending, once all of it has arrived."""
+        while True:
+            got = _parse_key(self.pending)
+            if got is None:
+                if self.pending.startswith(PASTE_START):
+                    self.more()                 # a paste: until its end mark, however long
                     continue
-                elif k == "\x1a":
-                    self._finish(prompt, buf)
-                    self._write(PASTE_OFF)
-                    self._restore(old)
-                    import signal
-
-                    os.kill(0, signal.SIGTSTP)
-                    old = self._raw()
-                    self._write(PASTE_ON)
-                    self._draw(prompt, buf, pos, first=True)
+                if self.more(self.ESC_WAIT):    # a sequence: briefly, else it is what came
                     continue
-                elif k == "\t" and self.words and buf.startswith("/") and pos == len(buf) \
-                        and not any(c.isspace() for c in buf):
-                    buf, shown = self._complete_word(buf)
-                    pos = len(buf)
-                    if shown:       # the choices, on a line of their own; the prompt below them
-                        self._finish(prompt, buf)
-                        self._write(shown + "\r\n")
-                        self._draw(prompt, buf, pos, first=True)
-                        continue
-                elif isinstance(k, str) and len(k) == 1 and (k >= " " or k == "\t"):
-                    buf, pos = buf[:pos] + k + buf[pos:], pos + 1
-                else:
-                    continue
-                if not self.pending or len(self.pending) > 4096:
-                    self._draw(prompt, buf, pos)
-        finally:
-            self._restore(old)
+                got = _parse_key(self.pending, final=True)
+            key, n = got
+            self.pending = self.pending[n:]
+            return key
 
-    def _complete_word(self, buf):
-        """(the text, the choices to show or ""): Tab at the end of `/wo`."""
-        match = [w for w in self.words if w.startswith(buf)]
-        if len(match) == 1:
-            return match[0] + " ", ""
-        if not match:
-            return buf, ""
-        import os.path
 
-        common = os.path.commonprefix(match)
-        if common != buf:
-            return common, ""
-        return buf, "  ".join(match)
+def _parse_key(text, final=False):
+    """(key, characters it takes) at the start of text, or None while the
+    rest of it may still come (final: it will not)."""
+    if text[0] != "\x1b":
+        return text[0], 1
+    if text.startswith(PASTE_START):
+        end = text.find(PASTE_END, len(PASTE_START))
+        if end < 0:
+            return None
+        body = text[len(PASTE_START):end].replace("\r\n", "\n").replace("\r", "\n")
+        return ("paste", body), end + len(PASTE_END)
+    if len(text) < 2:
+        return ("esc", 1) if final else None
+    if text[1] not in "[O":
+        return _ALT_KEYS.get(text[1], "unknown"), 2
+    n = _complete(text)
+    if n:
+        return _KEYS.get(text[:n], "unknown"), n
+    return ("unknown", len(text)) if final else None
 
 
 def _complete(seq):
@@ -463,6 +288,296 @@ _KEYS = {
     "\x1b[3~": "delete", "\x1b[1;5D": "word-left", "\x1b[1;5C": "word-right",
     "\x1b[1;3D": "word-left", "\x1b[1;3C": "word-right",
 }
+_ALT_KEYS = {"b": "word-left", "f": "word-right", "\x7f": "word-rubout"}   # ESC, then the key
+
+
+class LineEditor:
+    """A prompt line for a person: cursor keys, history, Emacs keys, bracketed paste.
+
+    `read(prompt)` returns the text (possibly many lines), or raises Edit
+    ('interrupt' with the text abandoned, or 'eof'). Keys: Left/Right,
+    Home/End, Ctrl-A/E, Up/Down (history), Backspace, Delete, Ctrl-D,
+    Ctrl-U/K (kill to start/end), Ctrl-W (word back), Alt-B/F (word left,
+    right), Ctrl-L (redraw), Enter (a line ending in `\\` continues on the next
+    line instead), Ctrl-C, Ctrl-Z (suspend)."""
+
+    def __init__(self, fd_in=0, fd_out=1, history=None, words=()):
+        self.fd_in, self.fd_out = fd_in, fd_out
+        self.history = history if history is not None else []
+        self.words = sorted(words)  # what Tab completes at the start of a prompt (the /commands)
+        self.keys = Keys(fd_in)
+        self.cursor_row = 0         # rows from the top of the drawn prompt to the cursor
+        self.prompt, self.line, self.mode = "", None, None     # while read() runs
+
+    @property
+    def pending(self):
+        """Keys read and not yet handled: the next read() handles them first."""
+        return self.keys.pending
+
+    @pending.setter
+    def pending(self, text):
+        self.keys.pending = text
+
+    @property
+    def decoder(self):
+        """The decoder of what the terminal sends (keys read elsewhere go through it)."""
+        return self.keys.decoder
+
+    # -- the terminal --------------------------------------------------------
+    def write(self, s):
+        """Write to the terminal the prompt is drawn on."""
+        self._write(s)
+
+    def _write(self, s):
+        from pantolib.files import write_all
+
+        write_all(self.fd_out, s.encode("utf-8", "replace"))
+
+    def interrupted_ahead(self):
+        """Whether a Ctrl-C was read already, after the Enter that ended the
+        last prompt (keys that came in one read with it): it is taken out of
+        what waits for the next prompt, and the caller cancels the turn."""
+        i = self.keys.pending.find("\x03")
+        if i < 0:
+            return False
+        self.keys.pending = self.keys.pending[i + 1:]
+        return True
+
+    # -- editing -------------------------------------------------------------
+    def read(self, prompt, initial="", history=True):
+        """Keys typed before the prompt appeared (while a turn ran, unechoed)
+        are read first, as if typed now; history: Up/Down go through it."""
+        import termios
+
+        try:
+            self.mode = keys_mode(self.fd_in, raw=True)
+        except termios.error:
+            raise Edit("eof") from None
+        self.prompt, self.line = prompt, _Line(initial, self.history if history else [])
+        self.cursor_row = 0
+        try:
+            self._draw(first=True)
+            while True:
+                try:
+                    key = self.keys.next()
+                except KeyboardInterrupt:   # a SIGINT from outside
+                    key = "\x03"
+                if self._handle(key):
+                    return self.line.text
+        finally:
+            restore_mode(self.fd_in, self.mode)
+
+    def _handle(self, key):
+        """Act on one key; True when it ends the prompt (Enter)."""
+        if isinstance(key, tuple):          # a paste: text, whatever it holds
+            self.line.insert(key[1])
+        elif key in _EDITS:
+            _EDITS[key](self.line)
+        elif key in self.ACTIONS:
+            return getattr(self, self.ACTIONS[key])()
+        elif len(key) == 1 and key >= " ":
+            self.line.insert(key)
+        else:
+            return False                    # a key with no use here
+        self._edited()
+        return False
+
+    # keys that do more than edit the text (the editing keys: _EDITS)
+    ACTIONS = {"\r": "_enter", "\n": "_enter", "\x03": "_interrupt", "\x04": "_eof_or_delete",
+               "\x0c": "_clear", "\x1a": "_suspend", "\t": "_tab"}
+
+    def _enter(self):
+        if self.line.continued():
+            self._edited()
+            return False
+        self._finish()
+        try:
+            while self.keys.more(0):    # keys already typed after it (a Ctrl-C, say)
+                pass
+        except Edit:
+            pass                        # the end of input comes with the next prompt
+        return True
+
+    def _interrupt(self):
+        text = self.line.text
+        self._finish(text + "^C" if text else text)
+        raise Edit("interrupt", text)
+
+    def _eof_or_delete(self):
+        """Ctrl-D: the end of input at an empty prompt, else Delete."""
+        if not self.line.text:
+            self._finish()
+            raise Edit("eof")
+        self.line.delete()
+        self._edited()
+
+    def _clear(self):
+        """Ctrl-L: the screen cleared, the prompt at the top."""
+        self._write("\x1b[H\x1b[2J")
+        self.cursor_row = 0
+        self._draw(first=True)
+
+    def _suspend(self):
+        """Ctrl-Z: the terminal as it was while panto is stopped, the prompt again after."""
+        import signal
+
+        self._finish()
+        self._write(PASTE_OFF)
+        restore_mode(self.fd_in, self.mode)
+        os.kill(0, signal.SIGTSTP)
+        self.mode = keys_mode(self.fd_in, raw=True)
+        self._write(PASTE_ON)
+        self._draw(first=True)
+
+    def _tab(self):
+        """Tab: completes a /command being typed, else is a character."""
+        text = self.line.text
+        if not (self.words and text.startswith("/") and self.line.pos == len(text)
+                and not any(c.isspace() for c in text)):
+            self.line.insert("\t")
+            self._edited()
+            return
+        text, shown = self._complete_word(text)
+        self.line.text, self.line.pos = text, len(text)
+        if shown:       # the choices, on a line of their own; the prompt below them
+            self._finish()
+            self._write(shown + "\r\n")
+            self._draw(first=True)
+        else:
+            self._edited()
+
+    def _complete_word(self, buf):
+        """(the text, the choices to show or ""): Tab at the end of `/wo`."""
+        match = [w for w in self.words if w.startswith(buf)]
+        if len(match) == 1:
+            return match[0] + " ", ""
+        if not match:
+            return buf, ""
+        import os.path
+
+        common = os.path.commonprefix(match)
+        if common != buf:
+            return common, ""
+        return buf, "  ".join(match)
+
+    # -- drawing -------------------------------------------------------------
+    def _edited(self):
+        """Redraw after an edit, unless more keys wait (a paste without
+        brackets is drawn once, at its end)."""
+        if not self.keys.pending or len(self.keys.pending) > 4096:
+            self._draw()
+
+    def _draw(self, first=False, whole=None):
+        """Draw the prompt over the one drawn before (first: none was): the
+        lines around the cursor's that fit on the screen; or whole, this
+        text instead, all of it (into the scrollback), the cursor at its end."""
+        cols, rows = size(self.fd_out)
+        if whole is None:
+            text, pos, room = self.line.text, self.line.pos, rows - 2
+        else:
+            text, pos, room = whole, len(whole), float("inf")
+        parts, row, (cursor_row, cursor_col) = _layout(self.prompt, text, pos, cols, room)
+        out = ["\r"]
+        if not first:
+            if self.cursor_row:
+                out.append(f"\x1b[{self.cursor_row}A")
+            out.append("\x1b[J")
+        out.append("\r\n".join(parts))
+        out.append(_back_to_cursor(parts[-1], row, cols, cursor_row, cursor_col))
+        self.cursor_row = cursor_row
+        self._write("".join(out))
+
+    def _finish(self, text=None):
+        """Redraw with the cursor after the text (or after text, drawn
+        instead) and go to the next line: all of it, however tall, so the
+        scrollback holds the whole prompt."""
+        self._draw(whole=self.line.text if text is None else text)
+        self._write("\r\n")
+        self.cursor_row = 0
+
+
+class _Line:
+    """The text being edited, the cursor in it, and the history Up/Down go
+    through (its entries, then the text; edits to an entry last while the
+    prompt does)."""
+
+    def __init__(self, text, history):
+        self.text, self.pos = text, len(text)
+        self.hist = history + [text]
+        self.at = len(self.hist) - 1
+
+    def insert(self, s):
+        self.text, self.pos = self.text[:self.pos] + s + self.text[self.pos:], self.pos + len(s)
+
+    def continued(self):
+        """Enter after a `\\` at the end: it becomes a new line (True)."""
+        if self.pos == len(self.text) and self.text.endswith("\\"):
+            self.text = self.text[:-1] + "\n"
+            return True
+        return False
+
+    def backspace(self):
+        if self.pos:
+            self.text, self.pos = self.text[:self.pos - 1] + self.text[self.pos:], self.pos - 1
+
+    def delete(self):
+        self.text = self.text[:self.pos] + self.text[self.pos + 1:]
+
+    def left(self):
+        self.pos = max(0, self.pos - 1)
+
+    def right(self):
+        self.pos = min(len(self.text), self.pos + 1)
+
+    def home(self):
+        self.pos = self.text.rfind("\n", 0, self.pos) + 1
+
+    def end(self):
+        e = self.text.find("\n", self.pos)
+        self.pos = len(self.text) if e < 0 else e
+
+    def kill_to_start(self):
+        s = self.text.rfind("\n", 0, self.pos) + 1
+        self.text, self.pos = self.text[:s] + self.text[self.pos:], s
+
+    def kill_to_end(self):
+        e = self.text.find("\n", self.pos)
+        self.text = self.text[:self.pos] + ("" if e < 0 else self.text[e:])
+
+    def rubout_word(self):
+        s = _word_start(self.text, self.pos)
+        self.text, self.pos = self.text[:s] + self.text[self.pos:], s
+
+    def word_left(self):
+        self.pos = _word_start(self.text, self.pos)
+
+    def word_right(self):
+        self.pos = _word_end(self.text, self.pos)
+
+    def older(self):
+        self._go(-1)
+
+    def newer(self):
+        self._go(1)
+
+    def _go(self, step):
+        if 0 <= self.at + step < len(self.hist):
+            self.hist[self.at] = self.text
+            self.at += step
+            self.text = self.hist[self.at]
+            self.pos = len(self.text)
+
+
+# the keys that edit the text, and how (LineEditor.ACTIONS: the others)
+_EDITS = {
+    "\x7f": _Line.backspace, "\x08": _Line.backspace, "delete": _Line.delete,
+    "left": _Line.left, "\x02": _Line.left, "right": _Line.right, "\x06": _Line.right,
+    "home": _Line.home, "\x01": _Line.home, "end": _Line.end, "\x05": _Line.end,
+    "\x15": _Line.kill_to_start, "\x0b": _Line.kill_to_end,
+    "\x17": _Line.rubout_word, "word-rubout": _Line.rubout_word,
+    "word-left": _Line.word_left, "word-right": _Line.word_right,
+    "up": _Line.older, "\x10": _Line.older, "down": _Line.newer, "\x0e": _Line.newer,
+}
 
 
 def _word_start(buf, pos):
@@ -479,6 +594,77 @@ def _word_end(buf, pos):
     while pos < len(buf) and not buf[pos].isspace():
         pos += 1
     return pos
+
+
+def _layout(prompt, text, pos, cols, room):
+    """(parts, rows, (row, column)): the screen lines that show text after
+    the prompt (at most room rows of it: the cursor's line and its
+    neighbours, with a count of the lines left out), the rows they take on
+    a terminal cols wide, and where the cursor at pos is."""
+    lines = text.split("\n")
+    before = text[:pos]
+    li = before.count("\n")                        # the cursor's line
+    ci = len(before) - (before.rfind("\n") + 1)     # and its column in it
+    heads = [prompt] + [CONTINUATION] * (len(lines) - 1)
+    bodies = ["".join(_shown(c) for c in line) for line in lines]
+    heights = [max(1, -(-(_styled_width(h) + text_width(b)) // cols)) for h, b in zip(heads, bodies)]
+    lo, hi = _window(heights, li, room)
+    parts, row = [], 0
+    if lo > 0:
+        parts.append(_left_out(lo, "above"))
+        row += 1
+    for i in range(lo, hi + 1):
+        if i == li:
+            w = _styled_width(heads[i]) + text_width("".join(_shown(c) for c in lines[i][:ci]))
+            cursor = row + w // cols, w % cols
+        parts.append(heads[i] + bodies[i])
+        row += heights[i]
+    if hi + 1 < len(lines):
+        parts.append(_left_out(len(lines) - hi - 1, "below"))
+        row += 1
+    return parts, row, cursor
+
+
+def _window(heights, li, room):
+    """(lo, hi): the lines that fit in room rows (heights: each line's
+    rows), line li's, then its neighbours below and above in turn."""
+    lo = hi = li
+    used = heights[li]
+    grew = True
+    while grew:
+        grew = False
+        if hi + 1 < len(heights) and used + heights[hi + 1] <= room:
+            hi += 1
+            used += heights[hi]
+            grew = True
+        if lo > 0 and used + heights[lo - 1] <= room:
+            lo -= 1
+            used += heights[lo]
+            grew = True
+    return lo, hi
+
+
+def _left_out(n, where):
+    return f"{CONTINUATION}… {n} more line{'s' if n != 1 else ''} {where}"
+
+
+def _back_to_cursor(last, rows, cols, cursor_row, cursor_col):
+    """What moves the cursor from the end of what was drawn (rows rows, the
+    last one last) back to (cursor_row, cursor_col)."""
+    out = ""
+    width = _styled_width(last)
+    end_row, end_col = rows - 1, width % cols
+    if width and width % cols == 0:
+        out += " \r"   # out of the pending wrap: onto the next row, where the model has it
+        end_row, end_col = rows, 0
+    up = end_row - cursor_row
+    if up > 0 or end_col != cursor_col:
+        out += "\r"
+        if up > 0:
+            out += f"\x1b[{up}A"
+        if cursor_col:
+            out += f"\x1b[{cursor_col}C"
+    return out
 
 
 # --- feedback while waiting ---------------------------------------------------
@@ -544,9 +730,11 @@ class Spinner:
             self.on = False
 
 
-# --- SGR codes: the one set panto draws with (shown only where styled() says so) ---
+# --- escape codes: the one set panto writes and reads ---------------------------
 
+# SGR: what panto draws with (shown only where styled() says so)
 RESET, BOLD, DIM, ITALIC = "\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[3m"
 RED, GREEN, YELLOW, MAGENTA, CYAN = "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[36m"
-# the marks around a bracketed paste, for panto-tool's key reader (tools/confirm.py)
-PASTE_START, PASTE_END = _PASTE_START, _PASTE_END
+# bracketed paste: turned on and off, and the marks around each paste (Keys)
+PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"

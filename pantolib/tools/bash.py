@@ -60,35 +60,66 @@ def _kill_group(proc, sig=signal.SIGKILL):
 
 def run(args, cwd, timeout=None):
     command = args["command"]
+    limit = _limit(args, timeout)
+    out = _Output()
+    sel = selectors.DefaultSelector()
+    started = time.monotonic()
+    proc, previous, hit = _start(command, cwd)
+    try:
+        signal.signal(signal.SIGINT, previous)
+        if hit and previous is not signal.SIG_IGN:
+            raise KeyboardInterrupt
+        timed_out = _collect(proc, sel, out, started + limit)
+    except KeyboardInterrupt:
+        raise _stop(proc, sel, out, started) from None
+    finally:
+        sel.close()
+        _kill_group(proc)   # on timeout, Ctrl-C, or what the shell left running
+        proc.stdout.close()
+        proc.wait()
+    return _result(out.text(), limit, timed_out, proc.returncode)
+
+
+def _limit(args, timeout):
+    """Seconds the command may run: its own timeout, else the caller's, else
+    DEFAULT_TIMEOUT; at most MAX_TIMEOUT."""
     limit = args.get("timeout")
     if limit is None:
         limit = DEFAULT_TIMEOUT if timeout is None else timeout
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0:
         raise ToolError("'timeout' must be a positive number of seconds")
-    limit = min(limit, MAX_TIMEOUT)
-    shell = shutil.which("bash") or "/bin/sh"
-    head, tail, total = bytearray(), bytearray(), 0
-    half = CAP // 2
-    timed_out = False
-    exited_at = None
-    sel = selectors.DefaultSelector()
+    return min(limit, MAX_TIMEOUT)
 
-    def keep(chunk):
-        nonlocal total, head, tail
-        total += len(chunk)
-        if len(head) < half:
-            take = half - len(head)
-            head += chunk[:take]
+
+class _Output:
+    """What the command prints, capped: the first and the last CAP/2 bytes
+    kept, all of them counted."""
+
+    def __init__(self):
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self.half = CAP // 2
+
+    def keep(self, chunk):
+        self.total += len(chunk)
+        if len(self.head) < self.half:
+            take = self.half - len(self.head)
+            self.head += chunk[:take]
             chunk = chunk[take:]
         if chunk:
-            tail += chunk
-            if len(tail) > 2 * half:
-                del tail[:-half]
+            self.tail += chunk
+            if len(self.tail) > 2 * self.half:
+                del self.tail[:-self.half]
 
-    started = time.monotonic()
-    deadline = started + limit
-    # A Ctrl-C while the command starts is taken once `proc` exists (inside
-    # the try below), so it is stopped like any other: never left running.
+    def text(self):
+        return cap_bytes(bytes(self.head), bytes(self.tail), self.total)
+
+
+def _start(command, cwd):
+    """(process, SIGINT handler to put back, Ctrl-Cs): the command started
+    in a process group of its own. A Ctrl-C while it starts is only noted:
+    the caller puts the handler back once it can stop the process like any
+    other, so it is never left running."""
+    shell = shutil.which("bash") or "/bin/sh"
     hit = []
     previous = signal.signal(signal.SIGINT, lambda *_: hit.append(True))
     try:
@@ -100,61 +131,63 @@ def run(args, cwd, timeout=None):
     except BaseException:
         signal.signal(signal.SIGINT, previous)
         raise
-    try:
-        signal.signal(signal.SIGINT, previous)
-        if hit and previous is not signal.SIG_IGN:
-            raise KeyboardInterrupt
-        fd = proc.stdout.fileno()
-        sel.register(fd, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = True
-                break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and now - exited_at > LINGER:
-                break   # the shell is gone; something it started still holds the pipe
-            wait = min(deadline - now, 0.05 if exited_at is None else LINGER)
-            if not sel.select(wait):
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            keep(chunk)
-        if not timed_out:   # the output is closed: let the shell finish
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-    except KeyboardInterrupt:
-        # Ctrl-C: stop the whole group (SIGINT first, as a terminal would send
-        # it, then SIGKILL), keep what it printed meanwhile, and say so. A
-        # second Ctrl-C must not cut this short.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        seconds = time.monotonic() - started
-        _kill_group(proc, signal.SIGINT)
-        end = time.monotonic() + STOP_GRACE
-        while (now := time.monotonic()) < end and sel.get_map() and sel.select(end - now):
-            chunk = os.read(proc.stdout.fileno(), 1 << 16)
-            if not chunk:
-                break
-            keep(chunk)
-        raise Interrupted(cap_bytes(bytes(head), bytes(tail), total), seconds) from None
-    finally:
-        sel.close()
-        _kill_group(proc)   # on timeout, Ctrl-C, or what the shell left running
-        proc.stdout.close()
-        proc.wait()
-    output = cap_bytes(bytes(head), bytes(tail), total)
+    return proc, previous, hit
+
+
+def _collect(proc, sel, out, deadline):
+    """Read what the command prints into out until the shell has exited and
+    the pipe is closed (or, when something it started still holds the pipe,
+    LINGER after the shell exited). True when the deadline came first."""
+    fd = proc.stdout.fileno()
+    sel.register(fd, selectors.EVENT_READ)
+    exited_at = None
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return True
+        if exited_at is None and proc.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > LINGER:
+            break   # the shell is gone; something it started still holds the pipe
+        wait = min(deadline - now, 0.05 if exited_at is None else LINGER)
+        if not sel.select(wait):
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        out.keep(chunk)
+    try:    # the output is closed: let the shell finish
+        proc.wait(max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
+def _stop(proc, sel, out, started):
+    """Ctrl-C: the whole group is sent SIGINT (as a terminal would send it;
+    the caller's SIGKILL follows STOP_GRACE later), what it prints meanwhile
+    is kept, and the Interrupted to raise is returned. A second Ctrl-C must
+    not cut this short."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    seconds = time.monotonic() - started
+    _kill_group(proc, signal.SIGINT)
+    if not sel.get_map():   # it came before the output was read: what it printed is kept all the same
+        sel.register(proc.stdout.fileno(), selectors.EVENT_READ)
+    end = time.monotonic() + STOP_GRACE
+    while (now := time.monotonic()) < end and sel.select(end - now):
+        chunk = os.read(proc.stdout.fileno(), 1 << 16)
+        if not chunk:
+            break
+        out.keep(chunk)
+    return Interrupted(out.text(), seconds)
+
+
+def _result(output, limit, timed_out, status):
+    """(the result's text, whether it is an error) of a command that ended."""
     if timed_out:
         note = f"[timed out after {limit:g} s: the command and its process group were killed]"
-        return (output + ("\n" if output and not output.endswith("\n") else "") + note), True
-    status = proc.returncode
-    if status:
-        if status < 0:
-            note = f"[killed by signal {-status}]"
-        else:
-            note = f"[exit status {status}]"
-        return (output + ("\n" if output and not output.endswith("\n") else "") + note), True
-    return output if output else "(no output)", False
+    elif status:
+        note = f"[killed by signal {-status}]" if status < 0 else f"[exit status {status}]"
+    else:
+        return output if output else "(no output)", False
+    return output + ("\n" if output and not output.endswith("\n") else "") + note, True

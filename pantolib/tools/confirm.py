@@ -14,7 +14,6 @@ is cut in the question, `v` shows all of it (a pager, or printed in full)
 and the question is asked again.
 """
 import os
-import re
 import signal
 
 from pantolib import files, permissions, terminal
@@ -22,49 +21,7 @@ from pantolib.terminal import PASTE_OFF, PASTE_ON
 from pantolib.tools import show
 from pantolib.tools.common import outside, redact, resolve, secrets
 
-_CSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
-PASTE_START, PASTE_END = terminal.PASTE_START.encode(), terminal.PASTE_END.encode()
 YES, NO, ALWAYS, VIEW, INTERRUPT = "y", "n", "a", "v", "\x03"
-
-
-def split_keys(data, in_paste):
-    """(keys, rest, in_paste, pasted, ended): the key presses in bytes from
-    the terminal. Text inside a bracketed paste is dropped (pasted: some was
-    seen, ended: pastes that ended); escape sequences are dropped, a lone ESC
-    is the key "esc"; rest is a sequence still arriving."""
-    keys, i, pasted, ended = [], 0, in_paste, 0
-    while i < len(data):
-        if in_paste:
-            j = data.find(PASTE_END, i)
-            if j < 0:
-                tail = data[i:]
-                keep = next((n for n in range(min(len(tail), len(PASTE_END) - 1), 0, -1)
-                             if PASTE_END.startswith(tail[-n:])), 0)
-                return keys, tail[len(tail) - keep:] if keep else b"", True, True, ended
-            i, in_paste, ended = j + len(PASTE_END), False, ended + 1
-            continue
-        if data[i] == 0x1b:
-            m = _CSI.match(data, i)
-            if m:
-                if m.group() == PASTE_START:
-                    in_paste = pasted = True
-                i = m.end()
-            elif i + 1 == len(data):
-                keys.append("esc")
-                i += 1
-            elif data[i + 1:i + 2] == b"[":
-                return keys, data[i:], False, pasted, ended    # a sequence still arriving
-            else:
-                i += 2 if data[i + 1:i + 2] != b"O" else 3   # Alt+key, SS3 keys
-            continue
-        b = data[i]
-        if b < 0x80:
-            keys.append(chr(b))
-            i += 1
-        else:   # one UTF-8 character: a key, but never an answer
-            keys.append("other")
-            i += 2 if b < 0xe0 else 3 if b < 0xf0 else 4
-    return keys, b"", in_paste, pasted, ended
 
 
 class Terminal:
@@ -98,13 +55,7 @@ class Terminal:
     def ask(self, question, choices):
         """One key among choices (or NO), pressed after the question appeared.
         Ctrl-C (or SIGTERM/SIGHUP) raises KeyboardInterrupt, the mode restored."""
-        import termios
-
-        old = termios.tcgetattr(self.fd)
-        new = termios.tcgetattr(self.fd)
-        new[3] &= ~(termios.ICANON | termios.ECHO)
-        new[6][termios.VMIN], new[6][termios.VTIME] = 1, 0
-        handlers = {}
+        handlers, old = {}, None
 
         def stop(signum, frame):
             raise KeyboardInterrupt
@@ -112,24 +63,21 @@ class Terminal:
         try:
             for sig in (signal.SIGTERM, signal.SIGHUP):
                 handlers[sig] = signal.signal(sig, stop)
-            termios.tcsetattr(self.fd, termios.TCSAFLUSH, new)
-            termios.tcflush(self.fd, termios.TCIFLUSH)    # type-ahead never answers
+            old = terminal.keys_mode(self.fd, flush=True)     # type-ahead never answers
             self.write(PASTE_ON + question)
-            return self._key(choices)
+            return self._key(terminal.Keys(self.fd), choices)
         finally:
             try:
                 self.write(PASTE_OFF)
             except OSError:
                 pass
-            try:
-                termios.tcsetattr(self.fd, termios.TCSADRAIN, old)
-            except (termios.error, OSError):
-                pass
+            if old is not None:
+                terminal.restore_mode(self.fd, old, drain=True)
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
 
-    def _key(self, choices):
-        rest, in_paste, told = b"", False, set()
+    def _key(self, keys, choices):
+        told = set()
         hint = "/".join(choices)
 
         def tell(why, text):
@@ -139,22 +87,20 @@ class Terminal:
 
         while True:
             try:
-                chunk = os.read(self.fd, 4096)
-            except OSError:
-                chunk = b""
-            if not chunk:     # the terminal went away
+                got = keys.batch()
+            except terminal.Edit:     # the terminal went away
                 return None
-            keys, rest, in_paste, pasted, ended = split_keys(rest + chunk, in_paste)
-            if ended:     # said after every paste, so each attempt is seen to fail
+            if any(isinstance(k, tuple) for k in got):
+                # said after every paste, so each attempt is seen to fail
                 self.write(f"\n(pasted text does not answer: press one key, {hint}) ")
-            if pasted:
                 continue
-            if len(keys) > 1:
+            got = [k for k in got if len(k) == 1 or k == "esc"]    # cursor keys and the like: no key press here
+            if len(got) > 1:
                 tell("many", f"(several keys at once do not answer: press one key, {hint})")
                 continue
-            if not keys:
+            if not got:
                 continue
-            key = keys[0].lower()
+            key = got[0].lower() if got[0].isascii() else "other"   # any other character: never an answer
             if key == INTERRUPT:
                 raise KeyboardInterrupt
             if key in choices:

@@ -13,7 +13,7 @@ import os
 
 import orjson
 
-from pantolib import paths
+from pantolib import files, paths
 
 
 def path(name, env=None):
@@ -60,18 +60,16 @@ def write_private(file, *parts):
     """Write parts (bytes) as the whole of `file`: 0600 in a 0700 folder whatever
     the umask, atomically (a temporary file renamed over the old one); False if
     it could not be. Every cache file is written through here."""
-    from pantolib.files import write_all
-
     directory = os.path.dirname(file)
     tmp = f"{file}.{os.getpid()}.tmp"
     try:
-        paths.make_dirs(directory)
+        files.make_dirs(directory)
         os.chmod(directory, 0o700)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             os.fchmod(fd, 0o600)
             for part in parts:
-                write_all(fd, part)
+                files.write_all(fd, part)
         finally:
             os.close(fd)
         os.replace(tmp, file)

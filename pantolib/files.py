@@ -6,8 +6,8 @@ filesystem has no hard links, by renameat2(RENAME_NOREPLACE); where even that
 is missing, by an exclusive creation of the final name, written in place
 under its lock (`create` does it all). Temporary files an interrupted
 creation left are removed later, once old and unlocked. Also the plumbing
-the commands share: every byte of a write (`write_all`), a byte range of a
-file sent to a descriptor (`send`).
+the commands share: folders made 0700 and durable (`make_dirs`), every byte
+of a write (`write_all`), a byte range of a file sent to a descriptor (`send`).
 """
 import errno
 import fcntl
@@ -30,6 +30,34 @@ def fsync_dir(directory):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def make_dirs(directory):
+    """Create the directory and any missing parents, each mode 0700 whatever
+    the umask, each made durable in its parent. Returns those it created."""
+    made = []
+    d = os.path.abspath(directory)
+    missing = []
+    while not os.path.isdir(d):
+        missing.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
+            continue
+        made.append(d)
+        os.chmod(d, 0o700)
+        try:
+            fsync_dir(os.path.dirname(d))
+        except OSError:
+            pass    # a folder that cannot be synced is still made
+    return made
 
 
 def write_all(fd, data):
@@ -143,13 +171,11 @@ def create(path, data, what):
     temporary file and none of them is left, and the error says `what`."""
     import tempfile
 
-    from pantolib import paths
-
     directory = os.path.dirname(os.path.abspath(path))
     made = []
     fd = tmp = None
     try:
-        made = paths.make_dirs(directory)
+        made = make_dirs(directory)
         if not made:
             remove_stale(directory)
         fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=TMP_SUFFIX, dir=directory)

@@ -42,44 +42,6 @@ def session_path(header, env=None):
     return os.path.join(session_dir(cwd, env), sid + SUFFIX)
 
 
-def make_dirs(directory):
-    """Create the directory and any missing parents, each mode 0700 whatever
-    the umask, each made durable in its parent. Returns those it created."""
-    made = []
-    d = os.path.abspath(directory)
-    missing = []
-    while not os.path.isdir(d):
-        missing.append(d)
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            if not os.path.isdir(d):
-                raise
-            continue
-        made.append(d)
-        os.chmod(d, 0o700)
-        _fsync_dir(os.path.dirname(d))
-    return made
-
-
-def _fsync_dir(directory):
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def cache_dir(env=None):
     return _xdg(env, "XDG_CACHE_HOME", (".cache",))
 

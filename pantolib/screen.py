@@ -14,7 +14,7 @@ import sys
 import time
 
 from pantolib import terminal
-from pantolib.files import write_all
+from pantolib.files import make_dirs, write_all
 from pantolib.terminal import BOLD, RESET
 
 # panto-send's live display marks thinking dim (ESC [2m ... ESC [0m); model text
@@ -353,7 +353,7 @@ def setup_history(env=None):
 
     path = os.path.join(paths.state_dir(env), "history")
     try:
-        paths.make_dirs(os.path.dirname(path))   # 0700 whatever the umask
+        make_dirs(os.path.dirname(path))   # 0700 whatever the umask
         if not os.path.exists(path):
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
     except OSError:

@@ -353,11 +353,11 @@ def _spool():
     import io
     import tempfile
 
-    from pantolib import paths
+    from pantolib import files, paths
 
     try:
         d = paths.cache_dir()
-        paths.make_dirs(d)
+        files.make_dirs(d)
         return tempfile.TemporaryFile(dir=d)
     except OSError:
         return io.BytesIO()

@@ -85,7 +85,7 @@ class _locked:
         import fcntl
 
         try:
-            paths.make_dirs(self.directory)
+            files.make_dirs(self.directory)
             self.fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             fcntl.flock(self.fd, fcntl.LOCK_EX)
         except OSError:
@@ -141,7 +141,7 @@ def _write(file, doc):
 
     directory = os.path.dirname(file)
     try:
-        paths.make_dirs(directory)
+        files.make_dirs(directory)
         fd, tmp = tempfile.mkstemp(prefix="." + NAME + ".", suffix=".tmp", dir=directory)
     except OSError:
         return

@@ -213,3 +213,17 @@ def repl_env(srv, tmp_path, anthropic=False, **extra):
     if anthropic:
         env.update(ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=KEY)
     return env
+
+
+def scripts():
+    """(command, "module:main") of every installed command: the bin/ launchers
+    pyproject.toml installs, and the module each one runs (pantolib/launch.py)."""
+    import tomllib
+
+    from pantolib.launch import MODULES
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        files = tomllib.load(f)["tool"]["setuptools"]["script-files"]
+    names = [os.path.basename(f) for f in files]
+    return sorted((n, MODULES[n][0] + ":main") for n in names if n in MODULES)  # not the launcher itself

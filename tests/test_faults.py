@@ -58,6 +58,18 @@ def _mount_tmpfs(where, size):
     return p.returncode == 0
 
 
+def _fill(mnt):
+    """Fill the filesystem mounted at mnt to its last byte."""
+    fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+
+
 def _without_coverage_noise(p):
     """Under `make coverage` the measuring tool cannot save its data past a
     file size limit either, and says so after panto has: drop that part."""
@@ -90,14 +102,7 @@ def test_full_disk_on_a_small_tmpfs(isolated, tmp_path):
         env = dict(os.environ, PANTO_SESSION_DIR=str(mnt / "sessions"))
         existing = mnt / "existing.jsonl"
         existing.write_bytes(session_bytes(isolated, OTHER))
-        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)    # fill the disk
-        try:
-            while True:
-                os.write(fd, b"x" * 4096)
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-        finally:
-            os.close(fd)
+        _fill(mnt)
         p = run(["panto-log", "append"], input=new_stream(isolated, text="r" * 3000), env=env)
         assert_clean_error(p, 1, "panto-log")
         assert "No space left on device" in p.stderr.decode() and SID in p.stderr.decode()
@@ -141,14 +146,7 @@ def test_a_full_tmpfs_mid_line_leaves_no_torn_line(isolated, tmp_path):
         f = mnt / "s.jsonl"
         f.write_bytes(session_bytes(isolated))        # a page partly used: the next write is short
         before = f.read_bytes()
-        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while True:
-                os.write(fd, b"x" * 4096)
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-        finally:
-            os.close(fd)
+        _fill(mnt)
         line = msg("d0000001", "0000bbbb", "user", "z" * 9000)
         env = dict(os.environ, PANTO_SESSION_DIR=str(mnt / "sessions"))
         p = run(["panto-log", "append", str(f)], input=line, env=env)

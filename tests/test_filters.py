@@ -5,26 +5,14 @@ Every filter (reads a stream, writes the stream): empty input, and unknown
 entry types passed through byte for byte.
 """
 import os
-import tomllib
 
 import orjson
 import pytest
 
-from conftest import run
+from conftest import run, scripts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
-
-
-def scripts():
-    """(command, "module:main") of every installed command: the bin/ launchers
-    pyproject.toml installs, and the module each one runs (pantolib/launch.py)."""
-    from pantolib.launch import MODULES
-
-    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        files = tomllib.load(f)["tool"]["setuptools"]["script-files"]
-    names = [os.path.basename(f) for f in files]
-    return sorted((n, MODULES[n][0] + ":main") for n in names if n in MODULES)  # not the launcher itself
 
 
 def names():

@@ -10,20 +10,11 @@ import zipfile
 
 import pytest
 
+from conftest import scripts
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAN = os.path.join(ROOT, "man")
 SECTIONS = ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES"]
-
-
-def scripts():
-    """(command, "module:main") of every installed command: the bin/ launchers
-    pyproject.toml installs, and the module each one runs (pantolib/launch.py)."""
-    from pantolib.launch import MODULES
-
-    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        files = tomllib.load(f)["tool"]["setuptools"]["script-files"]
-    names = [os.path.basename(f) for f in files]
-    return sorted((n, MODULES[n][0] + ":main") for n in names if n in MODULES)  # not the launcher itself
 
 
 def module_of(target):

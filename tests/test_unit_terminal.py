@@ -541,3 +541,40 @@ def test_spinner_stops_drawing_when_the_stream_fails(tty):
     term.close()
     sp.tick()
     assert sp.on is False
+
+
+def test_the_rest_of_a_sequence_is_waited_for_briefly(pipe):
+    r, w = pipe
+    k = Keys(r)
+    k.feed(b"\x1b[")
+    os.write(w, b"Ax")
+    assert k.next() == "up" and k.next() == "x"
+    k.feed(b"\x1b[")
+    assert k.next() == "unknown" and k.pending == ""
+
+
+def test_enter_reads_the_keys_already_typed_after_it(tty, pipe):
+    master, slave = tty
+    ed = LineEditor(slave, slave)
+    ed.prompt, ed.line = "> ", _Line("done", [])
+    os.write(master, b"\x03next")
+    assert ed._enter() is True
+    assert ed.pending == "\x03next"
+    assert drain(master) == "\r\x1b[J> done\r\n"
+    r, w = pipe
+    os.close(w)
+    ed = LineEditor(r, slave)                   # the end of input after Enter: left for the next prompt
+    ed.prompt, ed.line = "> ", _Line("done", [])
+    assert ed._enter() is True and ed.pending == ""
+    ed.write("text\n")
+    assert drain(master).endswith("text\n")
+
+
+def test_a_long_paste_without_brackets_is_drawn_while_more_than_4096_keys_wait(tty, tmp_path):
+    master, slave = tty
+    with open(tmp_path / "screen", "wb") as out:
+        ed = LineEditor(slave, out.fileno())
+        ed.pending = "y" * 4200 + "\r"
+        assert ed.read("> ") == "y" * 4200
+    drawn = (tmp_path / "screen").read_text()
+    assert drawn.count("\x1b[J") == 104 + 1       # while 4200..4097 keys wait, then the last

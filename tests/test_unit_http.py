@@ -204,12 +204,10 @@ def test_a_url_httpx_cannot_send_to():
 
 
 def test_a_socks_proxy_needs_a_package_panto_does_not_install(monkeypatch):
-    pytest.importorskip("httpx")
-    try:
-        import socksio  # noqa: F401
-        pytest.skip("socksio is installed here")
-    except ImportError:
-        pass
+    import importlib.util
+
+    if importlib.util.find_spec("socksio") is not None:
+        pytest.skip("httpx's SOCKS extra is installed here")
     monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:1")
     r = http.Request("http://127.0.0.1:1/v1/x", {}, {})
     with pytest.raises(ProviderError) as e:

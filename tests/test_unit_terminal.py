@@ -4,6 +4,7 @@ and pty, the line editor's keys on a real pty, and the prompt's layout."""
 import fcntl
 import os
 import struct
+import time
 import termios
 import tty as tty_mod
 
@@ -213,7 +214,7 @@ def test_keys_mode_raw_and_cbreak_and_restore():
     assert not now[0] & termios.ICRNL
     terminal.restore_mode(slave, old)
     assert termios.tcgetattr(slave) == before
-    os.write(master, b"typed before\n")
+    type_keys((master, slave), b"typed before\n")
     old = terminal.keys_mode(slave, flush=True)
     now = termios.tcgetattr(slave)
     assert not now[3] & (termios.ECHO | termios.ICANON) and now[3] & termios.ISIG
@@ -312,8 +313,38 @@ def test_line_history_keeps_edits_while_the_prompt_lasts():
 
 # -- the line editor on a real pty --------------------------------------------------------
 
+def queued(fd):
+    """Bytes waiting to be read on a terminal fd."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def type_keys(tty, data):
+    """Keys typed on the pty, once all of them wait on its slave (the kernel
+    hands them over asynchronously): one read then takes them all."""
+    master, slave = tty
+    os.write(master, data)
+    deadline = time.monotonic() + 10
+    while queued(slave) < len(data):
+        assert time.monotonic() < deadline, "the keys never reached the terminal"
+        time.sleep(0.001)
+
+
+def read_until(fd, done):
+    """What the pty master reads until done(text) is true (or 10 s pass)."""
+    import select
+
+    out = b""
+    deadline = time.monotonic() + 10
+    while not done(out.decode("utf-8", "replace")):
+        left = deadline - time.monotonic()
+        assert left > 0, f"waited for more than {out!r}"
+        if select.select([fd], [], [], left)[0]:
+            out += os.read(fd, 65536)
+    return out.decode("utf-8", "replace")
+
+
 def drain(fd):
-    """All the master has to read now."""
+    """All a pipe holds now (what was written to it is all there)."""
     import select
 
     out = b""
@@ -328,17 +359,26 @@ def drain(fd):
     return out.decode("utf-8", "replace")
 
 
-def edit(tty, typed, prompt="> ", **kw):
-    """What LineEditor.read gives for the keys typed (and the editor, and what it drew)."""
+@pytest.fixture
+def out():
+    """A pipe the editor draws on: (read end, write end)."""
+    r, w = os.pipe()
+    yield r, w
+    os.close(r)
+    os.close(w)
+
+
+def edit(tty, out, typed, prompt="> ", **kw):
+    """What LineEditor.read on the pty gives for the keys typed (and the
+    editor, and what it drew on the pipe out)."""
     master, slave = tty
-    set_size(slave, 40, 10)
-    ed = LineEditor(slave, slave, **kw)
-    os.write(master, typed)
+    ed = LineEditor(slave, out[1], **kw)
+    type_keys(tty, typed)
     try:
         got = ed.read(prompt)
     except Edit as e:
         got = e
-    return got, ed, drain(master)
+    return got, ed, drain(out[0])
 
 
 @pytest.mark.parametrize("typed,want", [
@@ -357,54 +397,54 @@ def edit(tty, typed, prompt="> ", **kw):
     (b"\x07\x1b[99Zx\r", "x"),
     (b"\tx\r", "\tx"),
 ])
-def test_editor_keys(tty, typed, want):
-    got, ed, drawn = edit(tty, typed)
+def test_editor_keys(tty, out, typed, want):
+    got, ed, drawn = edit(tty, out, typed)
     assert got == want
     assert drawn.startswith("\r> ") and drawn.endswith("\r\n")
 
 
-def test_editor_history_up_and_down(tty):
-    got, ed, _ = edit(tty, b"\x1b[A\x1b[A!\x0e\x10\r", history=["old", "newest"])
+def test_editor_history_up_and_down(tty, out):
+    got, ed, _ = edit(tty, out, b"\x1b[A\x1b[A!\x0e\x10\r", history=["old", "newest"])
     assert got == "old!"
-    got, ed, _ = edit(tty, b"\x1b[A\x1b[B\x1b[Bx\r", history=["old"])
+    got, ed, _ = edit(tty, out, b"\x1b[A\x1b[B\x1b[Bx\r", history=["old"])
     assert got == "x"
 
 
-def test_editor_without_history_ignores_up(tty):
+def test_editor_without_history_ignores_up(tty, out):
     master, slave = tty
-    ed = LineEditor(slave, slave, history=["old"])
-    os.write(master, b"\x1b[Anew\r")
+    ed = LineEditor(slave, out[1], history=["old"])
+    type_keys(tty, b"\x1b[Anew\r")
     assert ed.read("> ", history=False) == "new"
 
 
-def test_editor_initial_text_and_the_terminal_mode_given_back(tty):
+def test_editor_initial_text_and_the_terminal_mode_given_back(tty, out):
     master, slave = tty
     before = termios.tcgetattr(slave)
-    ed = LineEditor(slave, slave)
-    os.write(master, b" more\r")
+    ed = LineEditor(slave, out[1])
+    type_keys(tty, b" more\r")
     assert ed.read("> ", initial="some") == "some more"
     assert termios.tcgetattr(slave) == before
 
 
-def test_ctrl_c_abandons_the_text(tty):
-    got, ed, drawn = edit(tty, b"half\x03")
+def test_ctrl_c_abandons_the_text(tty, out):
+    got, ed, drawn = edit(tty, out, b"half\x03")
     assert isinstance(got, Edit) and (got.how, got.text) == ("interrupt", "half")
     assert "half^C\r\n" in drawn
-    got, ed, drawn = edit(tty, b"\x03")
+    got, ed, drawn = edit(tty, out, b"\x03")
     assert (got.how, got.text) == ("interrupt", "")
     assert "^C" not in drawn
 
 
-def test_ctrl_d_is_eof_at_an_empty_prompt_only(tty):
-    got, ed, _ = edit(tty, b"\x04")
+def test_ctrl_d_is_eof_at_an_empty_prompt_only(tty, out):
+    got, ed, _ = edit(tty, out, b"\x04")
     assert isinstance(got, Edit) and got.how == "eof"
-    got, ed, _ = edit(tty, b"ab\x01\x04\r")
+    got, ed, _ = edit(tty, out, b"ab\x01\x04\r")
     assert got == "b"
 
 
-def test_the_end_of_input_at_a_prompt_is_eof(tty):
+def test_the_end_of_input_at_a_prompt_is_eof(tty, out):
     master, slave = tty
-    ed = LineEditor(master, master)
+    ed = LineEditor(master, out[1])
     os.close(slave)
     with pytest.raises(Edit) as e:
         ed.read("> ")
@@ -419,16 +459,16 @@ def test_no_terminal_is_eof(pipe):
     assert e.value.how == "eof"
 
 
-def test_ctrl_l_clears_the_screen_and_redraws(tty):
-    got, ed, drawn = edit(tty, b"ab\x0c\r")
+def test_ctrl_l_clears_the_screen_and_redraws(tty, out):
+    got, ed, drawn = edit(tty, out, b"ab\x0c\r")
     assert got == "ab"
     assert "\x1b[H\x1b[2J\r> ab" in drawn
 
 
-def test_keys_after_enter_wait_for_the_next_prompt_and_a_ctrl_c_among_them_is_found(tty):
+def test_keys_after_enter_wait_for_the_next_prompt_and_a_ctrl_c_among_them_is_found(tty, out):
     master, slave = tty
-    ed = LineEditor(slave, slave)
-    os.write(master, b"first\rsecond\x03third\r")
+    ed = LineEditor(slave, out[1])
+    type_keys(tty, b"first\rsecond\x03third\r")
     assert ed.read("> ") == "first"
     assert ed.pending == "second\x03third\r"
     assert ed.interrupted_ahead() is True
@@ -440,28 +480,28 @@ def test_keys_after_enter_wait_for_the_next_prompt_and_a_ctrl_c_among_them_is_fo
     assert ed.decoder is ed.keys.decoder
 
 
-def test_tab_completes_a_command(tty):
+def test_tab_completes_a_command(tty, out):
     words = ["/model", "/models", "/quit", "/retry"]
-    got, ed, _ = edit(tty, b"/q\t\r", words=words)
+    got, ed, _ = edit(tty, out, b"/q\t\r", words=words)
     assert got == "/quit "
-    got, ed, _ = edit(tty, b"/r\tx\r", words=words)
+    got, ed, _ = edit(tty, out, b"/r\tx\r", words=words)
     assert got == "/retry x"
-    got, ed, drawn = edit(tty, b"/mo\t\r", words=words)        # common prefix: /model
+    got, ed, drawn = edit(tty, out, b"/mo\t\r", words=words)        # common prefix: /model
     assert got == "/model"
-    got, ed, drawn = edit(tty, b"/model\t\r", words=words)     # two choices: shown
+    got, ed, drawn = edit(tty, out, b"/model\t\r", words=words)     # two choices: shown
     assert got == "/model" and "/model  /models\r\n" in drawn
-    got, ed, _ = edit(tty, b"/zz\t\r", words=words)
+    got, ed, _ = edit(tty, out, b"/zz\t\r", words=words)
     assert got == "/zz"
-    got, ed, _ = edit(tty, b"/q x\t\r", words=words)          # not a command: a tab
+    got, ed, _ = edit(tty, out, b"/q x\t\r", words=words)          # not a command: a tab
     assert got == "/q x\t"
 
 
-def test_a_paste_without_brackets_is_drawn_once(tty):
+def test_a_paste_without_brackets_is_drawn_once(tty, out):
     master, slave = tty
-    ed = LineEditor(slave, slave)
-    os.write(master, b"abcdefgh\r")
+    ed = LineEditor(slave, out[1])
+    type_keys(tty, b"abcdefgh\r")
     assert ed.read("> ") == "abcdefgh"
-    drawn = drain(master)
+    drawn = drain(out[0])
     assert drawn.count("> ") == 2           # the first draw, and the last (the whole text)
 
 
@@ -509,7 +549,7 @@ def test_spinner_on_a_terminal_draws_and_erases(tty):
         sp = terminal.Spinner(term, "thinking ")
         sp.tick()
         assert sp.shown > 0
-        drawn = drain(master)
+        drawn = read_until(master, lambda t: t.endswith("s"))
         assert drawn.startswith("\r⠋ thinking ") and drawn.endswith("s")
         sp.restart("working ")
         assert sp.label == "working "
@@ -517,9 +557,12 @@ def test_spinner_on_a_terminal_draws_and_erases(tty):
         assert sp.label == "working "
         sp.stop()
         assert sp.shown == 0
-        assert drain(master) == "\r" + " " * len(drawn[1:]) + "\r"
-        sp.stop()
-        assert drain(master) == ""
+        erased = "\r" + " " * len(drawn[1:]) + "\r"
+        assert read_until(master, lambda t: len(t) >= len(erased)) == erased
+        sp.stop()                   # nothing drawn: nothing to erase
+        term.write("|")
+        term.flush()
+        assert read_until(master, lambda t: "|" in t) == "|"
         sp.tick()
         sp.forget()
         assert sp.shown == 0
@@ -553,21 +596,21 @@ def test_the_rest_of_a_sequence_is_waited_for_briefly(pipe):
     assert k.next() == "unknown" and k.pending == ""
 
 
-def test_enter_reads_the_keys_already_typed_after_it(tty, pipe):
+def test_enter_reads_the_keys_already_typed_after_it(tty, pipe, out):
     master, slave = tty
-    ed = LineEditor(slave, slave)
+    ed = LineEditor(slave, out[1])
     ed.prompt, ed.line = "> ", _Line("done", [])
-    os.write(master, b"\x03next")
+    type_keys(tty, b"\x03next")
     assert ed._enter() is True
     assert ed.pending == "\x03next"
-    assert drain(master) == "\r\x1b[J> done\r\n"
+    assert drain(out[0]) == "\r\x1b[J> done\r\n"
     r, w = pipe
     os.close(w)
-    ed = LineEditor(r, slave)                   # the end of input after Enter: left for the next prompt
+    ed = LineEditor(r, out[1])                  # the end of input after Enter: left for the next prompt
     ed.prompt, ed.line = "> ", _Line("done", [])
     assert ed._enter() is True and ed.pending == ""
     ed.write("text\n")
-    assert drain(master).endswith("text\n")
+    assert drain(out[0]).endswith("text\n")
 
 
 def test_a_long_paste_without_brackets_is_drawn_while_more_than_4096_keys_wait(tty, tmp_path):

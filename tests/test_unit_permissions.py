@@ -300,3 +300,10 @@ def test_an_abbreviated_expression_option_is_a_sed_program(tmp_path):
     assert p.always_asked(line) == ("a 'sed' program that may run commands or write files "
                                     "(only p, d, s, y and the like are plain)")
     assert not p.check(line, rules("bash:sed")).allowed
+
+
+@pytest.mark.xfail(strict=True, reason="bash's `coproc` runs the command after it, like `exec` or `nohup`, but is "
+                   "not among the wrappers: 'coproc rm -rf x' is offered 'bash:coproc rm'")
+def test_coproc_runs_another_command():
+    assert p.always_asked("coproc rm -rf x") == "'coproc' runs other commands"
+    assert p.offered("coproc rm -rf x") is None

@@ -47,6 +47,8 @@ def post(srv, body=None, **kw):
     (b'{"detail": "fastapi style"}', "fastapi style"),
     (b'{"error": {"code": 7}, "message": "beside"}', "beside"),
     (b'{"status": 500}', '{"status": 500}'),
+    (b'{"error": null, "detail": "beside a null error"}', "beside a null error"),
+    (b'{"error": {"message": ["not", "text"]}}', '{"error": {"message": ["not", "text"]}}'),
     (b'[1, 2]', "[1, 2]"),
     (b"<html>\n  Bad   gateway\n</html>", "<html> Bad gateway </html>"),
     (b'data: {"error": {"message": "in a stream"}}\n\n', "in a stream"),
@@ -162,6 +164,27 @@ def test_an_error_body_is_read_up_to_its_limit(srv):
         resp = c.send(c.build_request("POST", srv.url + "/v1/x", content=b"{}"), stream=True)
         assert http._read_body(resp) == b"x" * http.MAX_ERROR_BODY
         assert resp.is_closed
+
+
+def test_the_backoff_without_retry_after_doubles_with_some_jitter():
+    import httpx
+
+    r = http.Request("http://127.0.0.1:1/v1/x", {}, {}, retries=9)
+    waits = [r._retry_wait(httpx.Response(503), attempt) for attempt in range(6)]
+    for attempt, wait in enumerate(waits):
+        base = min(http.BACKOFF_CAP, http.BACKOFF_BASE * 2 ** attempt)
+        assert 0.75 * base <= wait <= 1.25 * base
+    assert r._retry_wait(httpx.Response(400), 0) is None
+    assert r._retry_wait(httpx.Response(503), 9) is None
+
+
+def test_a_body_that_cannot_be_decoded(srv):
+    srv.push(reply(["not gzip at all"], headers={"content-encoding": "gzip"}))
+    e = post(srv)
+    assert isinstance(e, ProviderError) and str(e).startswith("provider: reading the stream failed: ")
+    srv.push({"status": 400, "body": "not gzip either", "headers": {"content-encoding": "gzip"}})
+    e = post(srv)
+    assert isinstance(e, http.StatusError) and str(e) == "provider: HTTP 400" and e.detail == ""
 
 
 def free_port():

@@ -28,7 +28,8 @@ DESTRUCTIVE = frozenset(
 WRAPPERS = frozenset(
     "sh bash zsh dash ksh mksh fish csh tcsh busybox env sudo doas su runuser pkexec eval exec command "
     "builtin xargs parallel nohup nice ionice timeout time watch setsid stdbuf chroot unshare nsenter "
-    "strace ltrace flock script fakeroot firejail systemd-run unbuffer . source".split())
+    "strace ltrace flock script fakeroot firejail systemd-run unbuffer coproc taskset chrt prlimit numactl "
+    "sg ssh bwrap proot valgrind . source".split())
 FIND_ACTIONS = frozenset("-delete -exec -execdir -ok -okdir -fprint -fprint0 -fprintf -fls".split())
 AWKS = frozenset("awk gawk mawk nawk".split())
 # interpreter families: (name pattern, letters of an inline program in a
@@ -458,7 +459,7 @@ def _sed_program(args, raws):
             break
         if a.startswith("--"):
             name, eq, value = a[2:].partition("=")
-            if name and "expression".startswith(name) and len(name) > 1:
+            if name and "expression".startswith(name):     # GNU sed takes any unique abbreviation
                 if not eq:
                     k += 1
                     value = args[k] if k < len(args) else ""

@@ -293,8 +293,6 @@ def test_protected_paths(tmp_path):
     assert p.protected(str(tmp_path / "repo" / ".github" / "ci.yml"), env) is None
 
 
-@pytest.mark.xfail(strict=True, reason="'--e=SCRIPT' (GNU sed takes any unique abbreviation of "
-                   "--expression) is not read as a program, so its 'w FILE' goes unasked under bash:sed")
 def test_an_abbreviated_expression_option_is_a_sed_program(tmp_path):
     line = "sed --e='w written' p"         # GNU sed 4.9 writes the file `written`
     assert p.always_asked(line) == ("a 'sed' program that may run commands or write files "
@@ -302,8 +300,9 @@ def test_an_abbreviated_expression_option_is_a_sed_program(tmp_path):
     assert not p.check(line, rules("bash:sed")).allowed
 
 
-@pytest.mark.xfail(strict=True, reason="bash's `coproc` runs the command after it, like `exec` or `nohup`, but is "
-                   "not among the wrappers: 'coproc rm -rf x' is offered 'bash:coproc rm'")
-def test_coproc_runs_another_command():
-    assert p.always_asked("coproc rm -rf x") == "'coproc' runs other commands"
-    assert p.offered("coproc rm -rf x") is None
+@pytest.mark.parametrize("wrapper", ["coproc", "taskset 1", "chrt -f 1", "prlimit --nofile=9", "numactl -C 0",
+                                     "sg wheel", "ssh host"])
+def test_commands_that_run_another_command_are_never_allowed_always(wrapper):
+    name = wrapper.split()[0]
+    assert p.always_asked(f"{wrapper} rm -rf x") == f"'{name}' runs other commands"
+    assert p.offered(f"{wrapper} rm -rf x") is None

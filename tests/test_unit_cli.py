@@ -230,7 +230,7 @@ def test_command_exits_with_the_status(capsys, monkeypatch):
 
     @cli.command("panto-try")
     def later(argv):
-        out.write("x")       # still in the buffer when run's flush... fails, and the wrapper's too
+        out.write("x")       # still buffered when it fails: the wrapper's flush meets the closed pipe
         raise PantoError("failed before flushing")
 
     with pytest.raises(SystemExit) as e:

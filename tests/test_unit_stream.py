@@ -252,6 +252,24 @@ def test_too_deep_is_decided_by_the_depth_of_a_complete_object(depth):
     assert stream.torn(cut)
 
 
+def test_many_brackets_are_not_too_deep_unless_nested():
+    """More than READ_DEPTH brackets side by side read fine; a line refused
+    for something other than its depth (a bad value far in) is not too deep."""
+    wide = b'{"a":[' + b",".join([b"[]"] * (stream.READ_DEPTH + 10)) + b"]}\n"
+    assert stream.loads(wide) is not None and not stream.too_deep(wide) and not stream.torn(wide)
+    bad = b'{"a":[' + b",".join([b"[]"] * (stream.READ_DEPTH + 10)) + b',nope]}\n'
+    assert stream.loads(bad) is None and not stream.too_deep(bad) and stream.torn(bad)
+    strung = b'{"a":"' + b"[" * (stream.READ_DEPTH + 10) + b'", "b": ' + nest(10)[:-1] + b"}\n"
+    assert not stream.too_deep(strung)    # brackets in a string are no nesting
+
+
+def test_may_be_assistant():
+    assert stream.may_be_assistant(jsonl(assistant([{"type": "text", "text": "hi"}])))
+    assert not stream.may_be_assistant(jsonl(user('the "assistant" said')))   # quotes in text are escaped
+    assert stream.may_be_assistant(jsonl(user("assistant")))         # a whole text of that word: a candidate
+    assert stream.may_be_assistant(b'{"x": "assistant"}')            # bytes level: a candidate only
+
+
 def test_a_deep_entry_is_kept_but_a_deep_bare_entry_cannot_be_completed():
     def deep(levels, bare):
         e = {"type": "note", "x": None} if bare else {"type": "note", "id": "ab12cd34", "timestamp": "t", "x": None}

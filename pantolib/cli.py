@@ -151,11 +151,19 @@ class _ClosedRaw(__import__("io").RawIOBase):
 def silence_stdout():
     """After EPIPE: point fd 1 at /dev/null so the final flush cannot fail."""
     try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return      # no descriptor to point anywhere
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, fd)
+    except OSError:
         pass
+    finally:
+        os.close(devnull)
 
 
 def run(name, func, argv=None):

@@ -11,6 +11,8 @@ zero. A turn whose usage has tokens > 0 in a category with an unknown price,
 or which has no usage at all, costs *unknown*; a sum that includes one is
 unknown too, and the known part is kept beside the count of unpriced turns.
 """
+import functools
+
 from pantolib.entries import usage_of
 
 PICO_PER_USD = 10**12
@@ -150,13 +152,42 @@ def context_window(table, provider, model, day=None):
     return None if price is None else price.context
 
 
+_DAYS = {}      # 'YYYY-MM-DD' -> whether it is a date
+
+
+@functools.cache
+def _canonical():
+    import re
+
+    return re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z").fullmatch
+
+
+def canonical_stamp(ts):
+    """Is ts a timestamp as panto writes it (entries.iso_ms: UTC, milliseconds, Z)?
+    Its day still has to be a date (2026-02-31 is not)."""
+    return _canonical()(ts) is not None
+
+
+def _is_date(day):
+    from datetime import date
+
+    try:
+        date.fromisoformat(day)
+        return True
+    except ValueError:
+        return False
+
+
 def utc_day(timestamp):
     """'YYYY-MM-DD': the UTC day of an entry's ISO timestamp; None when it has none that reads."""
     if type(timestamp) is not str:
         return None
-    if len(timestamp) >= 11 and timestamp[10] == "T" and timestamp[-1] == "Z" and \
-            timestamp[4] == "-" and timestamp[7] == "-" and timestamp[:4].isdigit():
-        return timestamp[:10]  # what panto writes: UTC already
+    if len(timestamp) == 24 and canonical_stamp(timestamp):     # what panto writes: UTC already
+        day = timestamp[:10]
+        real = _DAYS.get(day)
+        if real is None:
+            real = _DAYS[day] = _is_date(day)
+        return day if real else None
     from datetime import datetime, timezone
 
     try:

@@ -3,7 +3,7 @@
 models.toml's rates (prices.py holds the rates and the arithmetic,
 models_toml.py the table)."""
 from pantolib.entries import usage_counts
-from pantolib.prices import UNKNOWN, in_force, today, utc_day
+from pantolib.prices import UNKNOWN, canonical_stamp, in_force, today, utc_day
 
 FIELDS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h",
           "reasoning", "knownPicoUsd", "unpricedTurns", "compactions")
@@ -25,7 +25,6 @@ FIELDS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h",
 #          priced alike, so a sum prices exactly as its turns would one by one.
 SUMS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "compactions")
 _QUARTER = {f"{m:02d}": f"{m // 15 * 15:02d}:00Z" for m in range(60)}
-_CANONICAL = []
 
 
 def when_key(ts, quarters):
@@ -34,11 +33,7 @@ def when_key(ts, quarters):
     if type(ts) is not str:
         return None
     if len(ts) == 24 and ts[23] == "Z":
-        if not _CANONICAL:
-            import re
-
-            _CANONICAL.append(re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z").fullmatch)
-        if _CANONICAL[0](ts):
+        if canonical_stamp(ts):
             q = ts[:14] + _QUARTER[ts[14:16]]
             when = quarters.get(q)
             if when is None:

@@ -201,8 +201,6 @@ def test_silence_stdout_without_a_descriptor_is_quiet(monkeypatch):
     cli.silence_stdout()
 
 
-@pytest.mark.xfail(strict=True, reason="silence_stdout opens /dev/null and, when sys.stdout has no "
-                   "descriptor, never closes it")
 def test_silence_stdout_without_a_descriptor_leaves_no_descriptor_open(monkeypatch):
     before = set(os.listdir("/proc/self/fd"))
     monkeypatch.setattr(sys, "stdout", io.StringIO())

@@ -215,6 +215,21 @@ def repl_env(srv, tmp_path, anthropic=False, **extra):
     return env
 
 
+@pytest.fixture
+def local_zone(monkeypatch):
+    """local_zone(TZ): this process's local time zone for the test (a TZ
+    value, set with time.tzset), put back after it."""
+    import time
+
+    def set_zone(tz):
+        monkeypatch.setenv("TZ", tz)
+        time.tzset()
+
+    yield set_zone
+    monkeypatch.undo()
+    time.tzset()
+
+
 def scripts():
     """(command, "module:main") of every installed command: the bin/ launchers
     pyproject.toml installs, and the module each one runs (pantolib/launch.py)."""

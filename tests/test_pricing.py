@@ -655,53 +655,44 @@ def random_entry(rng, i):
 
 
 @pytest.mark.parametrize("tz", ["UTC", "Asia/Kathmandu", "America/St_Johns", "Australia/Lord_Howe"])
-def test_token_sums_price_exactly_as_their_turns(tz, monkeypatch):
+def test_token_sums_price_exactly_as_their_turns(tz, local_zone):
     import random
-    import time
 
-    monkeypatch.setenv("TZ", tz)
-    time.tzset()
-    try:
-        prices = models_toml.parse(SUMS_TOML.encode())
-        rng = random.Random(tz)
-        entries = [random_entry(rng, i) for i in range(3000)]
-        for by in ("model", "day", "session"):
-            tally = pricing.Tally(prices, by=by)
-            split = pricing.Tally(prices, by=by)   # the same, summed in pieces (as files are)
-            want = {}
-            for i, e in enumerate(entries):
-                group = str(i % 7)
-                tally.add(e, None if by == "model" else group)
-                src = e if e["type"] == "compaction" else e["message"]
-                usage = usage_of(src)
-                price = prices.get("p", src["model"], rates.utc_day(e.get("timestamp")) or rates.today())
-                cost = rates.turn_cost(usage, price)
-                g = pricing.local_day(e.get("timestamp")) if by == "day" else None if by == "model" else group
-                row = want.setdefault((g, "p", src["model"]), [0] * len(pricing.FIELDS))
-                row[0] += 1
-                if usage is not None:
-                    for j, k in ((1, "input"), (2, "output"), (3, "cacheRead"), (4, "cacheWrite"), (6, "reasoning")):
-                        row[j] += usage[k]
-                    row[5] += min(usage["cacheWrite1h"], usage["cacheWrite"])
-                row[7 if cost is not None else 8] += cost if cost is not None else 1
-                row[9] += e["type"] == "compaction"
-            for part in range(7):
-                t = pricing.Tokens(prices)
-                for e in entries[part::7]:
-                    t.add(e)
-                split.merge(None if by == "model" else str(part), t.rows())
-            assert tally.rows == want
-            assert split.rows == want
-    finally:
-        monkeypatch.delenv("TZ")
-        time.tzset()
+    local_zone(tz)
+    prices = models_toml.parse(SUMS_TOML.encode())
+    rng = random.Random(tz)
+    entries = [random_entry(rng, i) for i in range(3000)]
+    for by in ("model", "day", "session"):
+        tally = pricing.Tally(prices, by=by)
+        split = pricing.Tally(prices, by=by)   # the same, summed in pieces (as files are)
+        want = {}
+        for i, e in enumerate(entries):
+            group = str(i % 7)
+            tally.add(e, None if by == "model" else group)
+            src = e if e["type"] == "compaction" else e["message"]
+            usage = usage_of(src)
+            price = prices.get("p", src["model"], rates.utc_day(e.get("timestamp")) or rates.today())
+            cost = rates.turn_cost(usage, price)
+            g = pricing.local_day(e.get("timestamp")) if by == "day" else None if by == "model" else group
+            row = want.setdefault((g, "p", src["model"]), [0] * len(pricing.FIELDS))
+            row[0] += 1
+            if usage is not None:
+                for j, k in ((1, "input"), (2, "output"), (3, "cacheRead"), (4, "cacheWrite"), (6, "reasoning")):
+                    row[j] += usage[k]
+                row[5] += min(usage["cacheWrite1h"], usage["cacheWrite"])
+            row[7 if cost is not None else 8] += cost if cost is not None else 1
+            row[9] += e["type"] == "compaction"
+        for part in range(7):
+            t = pricing.Tokens(prices)
+            for e in entries[part::7]:
+                t.add(e)
+            split.merge(None if by == "model" else str(part), t.rows())
+        assert tally.rows == want
+        assert split.rows == want
 
 
-def test_a_day_range_keeps_the_turns_of_those_local_days(monkeypatch):
-    import time
-
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
+def test_a_day_range_keeps_the_turns_of_those_local_days(local_zone):
+    local_zone("UTC")
     prices = models_toml.parse(SUMS_TOML.encode())
     t = pricing.Tally(prices, by="day", since="2026-04-25", until="2026-04-25")
     for ts in ("2026-04-24T23:59:59.999Z", "2026-04-25T00:00:00.000Z", "2026-04-25T23:59:59.999Z",
@@ -713,8 +704,6 @@ def test_a_day_range_keeps_the_turns_of_those_local_days(monkeypatch):
             e["timestamp"] = ts
         t.add(e)
     days = {g: r[0] for g, r in t.rollup("group").items()}
-    monkeypatch.delenv("TZ")
-    time.tzset()
     assert days == {"2026-04-25": 2}    # no time, no day: outside any range
 
 

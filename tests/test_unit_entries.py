@@ -39,16 +39,11 @@ def test_iso_ms_agrees_with_datetime_on_random_instants():
         assert entries.iso_ms(ms) == want, ms
 
 
-def test_now_iso_is_the_time_now(monkeypatch):
-    monkeypatch.setenv("TZ", "America/Los_Angeles")      # never local time
-    time.tzset()
-    try:
-        before = entries.iso_ms(time.time_ns() // 1_000_000)
-        now = entries.now_iso()
-        after = entries.iso_ms(time.time_ns() // 1_000_000)
-    finally:
-        monkeypatch.delenv("TZ")
-        time.tzset()
+def test_now_iso_is_the_time_now(local_zone):
+    local_zone("America/Los_Angeles")      # never local time
+    before = entries.iso_ms(time.time_ns() // 1_000_000)
+    now = entries.now_iso()
+    after = entries.iso_ms(time.time_ns() // 1_000_000)
     assert ISO.fullmatch(now)
     assert before <= now <= after          # the format sorts as the time does
 

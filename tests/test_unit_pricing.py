@@ -1,7 +1,6 @@
 """pantolib.pricing on its own: token sums of priced entries by model, day
 and session, priced at a real models.toml's rates (SPEC §8): a sum prices
 exactly as its turns would one by one, unpriced turns are counted apart."""
-import time
 
 import pytest
 
@@ -42,13 +41,9 @@ output_above = 2
 
 
 @pytest.fixture
-def zone(monkeypatch):
+def zone(local_zone):
     """The local time zone, five hours behind UTC (a POSIX TZ: no tz database needed)."""
-    monkeypatch.setenv("TZ", "XST+5")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+    local_zone("XST+5")
 
 
 def _turn(ts, usage, provider="openai", model="m", **top):

@@ -2,7 +2,6 @@
 through cost-cache.json, which never changes a figure: a file alike is not
 read, a grown one only where it grew, anything else read again."""
 import os
-import time
 
 import pytest
 
@@ -26,13 +25,9 @@ def _session(path, turns=1):
 
 
 @pytest.fixture
-def utc(monkeypatch):
+def utc(local_zone):
     """Local days are UTC days."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+    local_zone("UTC")
 
 
 def _tokens(file):

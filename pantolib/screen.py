@@ -14,6 +14,7 @@ import sys
 import time
 
 from pantolib import terminal
+from pantolib.editor import LineEditor
 from pantolib.files import make_dirs, write_all
 from pantolib.terminal import BOLD, RESET
 
@@ -46,7 +47,7 @@ class Screen:
         self.interactive = _isatty(sys.stdin) and shown_on is not None
         self.echo = not _isatty(sys.stdin)   # a transcript reads better with the prompts in it
         self.history = history or History(None)
-        self.editor = terminal.LineEditor(0, shown_on.fileno(), self.history.lines, words) \
+        self.editor = LineEditor(0, shown_on.fileno(), self.history.lines, words) \
             if self.interactive else None
         self.prefill = ""           # text put back at the prompt (/rewind, /edit)
         self._held = None           # the terminal's mode while keys are held (a turn runs)

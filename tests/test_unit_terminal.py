@@ -11,8 +11,9 @@ import tty as tty_mod
 import orjson
 import pytest
 
-from pantolib import terminal
-from pantolib.terminal import Edit, Keys, LineEditor, _Line
+from pantolib import editor, terminal
+from pantolib.editor import LineEditor, _Line
+from pantolib.terminal import Edit, Keys
 
 
 # -- neutralizing ----------------------------------------------------------------------------
@@ -105,7 +106,7 @@ def test_text_width_counts_columns_not_characters():
     assert terminal.text_width("abc") == 3
     assert terminal.text_width("漢字a") == 5
     assert terminal.text_width("e\u0301") == 1
-    assert terminal._styled_width("\x1b[1m\x1b[36mpanto\x1b[0m> ") == 7
+    assert terminal.styled_width("\x1b[1m\x1b[36mpanto\x1b[0m> ") == 7
 
 
 def set_size(fd, cols, rows):
@@ -508,37 +509,37 @@ def test_a_paste_without_brackets_is_drawn_once(tty, out):
 # -- layout ---------------------------------------------------------------------------------
 
 def test_layout_of_a_short_prompt():
-    parts, rows, cursor = terminal._layout("> ", "hi\nthere", 8, 40, 10)
+    parts, rows, cursor = editor._layout("> ", "hi\nthere", 8, 40, 10)
     assert parts == ["> hi", "  there"] and rows == 2 and cursor == (1, 7)
 
 
 def test_layout_wraps_and_counts_rows():
-    parts, rows, cursor = terminal._layout("> ", "x" * 25, 25, 10, 10)
+    parts, rows, cursor = editor._layout("> ", "x" * 25, 25, 10, 10)
     assert parts == ["> " + "x" * 25] and rows == 3 and cursor == (2, 7)
 
 
 def test_layout_leaves_out_lines_that_do_not_fit():
     text = "\n".join(f"l{i}" for i in range(10))
     pos = text.index("l5")
-    parts, rows, cursor = terminal._layout("> ", text, pos, 40, 3)
+    parts, rows, cursor = editor._layout("> ", text, pos, 40, 3)
     assert parts[0] == "  … 4 more lines above"
     assert parts[1:4] == ["  l4", "  l5", "  l6"]
     assert parts[4] == "  … 3 more lines below"
     assert rows == 5 and cursor == (2, 2)
-    parts, rows, cursor = terminal._layout("> ", "a\nb", 0, 40, 1)
+    parts, rows, cursor = editor._layout("> ", "a\nb", 0, 40, 1)
     assert parts == ["> a", "  … 1 more line below"]
 
 
 def test_layout_shows_tabs_and_controls_while_editing():
-    parts, rows, cursor = terminal._layout("> ", "\tx\x1b", 3, 40, 10)
+    parts, rows, cursor = editor._layout("> ", "\tx\x1b", 3, 40, 10)
     assert parts == ["> " + "    x^["] and cursor == (0, 9)
 
 
 def test_back_to_cursor():
-    assert terminal._back_to_cursor("> abc", 1, 40, 0, 5) == ""
-    assert terminal._back_to_cursor("> abc", 1, 40, 0, 2) == "\r\x1b[2C"
-    assert terminal._back_to_cursor("  x", 3, 40, 0, 0) == "\r\x1b[2A"
-    assert terminal._back_to_cursor("x" * 10, 1, 10, 1, 0) == " \r"     # the pending wrap
+    assert editor._back_to_cursor("> abc", 1, 40, 0, 5) == ""
+    assert editor._back_to_cursor("> abc", 1, 40, 0, 2) == "\r\x1b[2C"
+    assert editor._back_to_cursor("  x", 3, 40, 0, 0) == "\r\x1b[2A"
+    assert editor._back_to_cursor("x" * 10, 1, 10, 1, 0) == " \r"     # the pending wrap
 
 
 # -- spinner --------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import os
 
 import orjson
 
-from pantolib import files, paths
+from pantolib import paths
 
 
 def path(name, env=None):
@@ -60,6 +60,8 @@ def write_private(file, *parts):
     """Write parts (bytes) as the whole of `file`: 0600 in a 0700 folder whatever
     the umask, atomically (a temporary file renamed over the old one); False if
     it could not be. Every cache file is written through here."""
+    from pantolib import files   # only a cache that is written needs it
+
     directory = os.path.dirname(file)
     tmp = f"{file}.{os.getpid()}.tmp"
     try:

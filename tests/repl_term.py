@@ -60,11 +60,12 @@ class Term:
     def line(self, text):
         self.send(text + "\r")
 
-    def turn(self, prompt, *shown):
-        """Enter a prompt, see each of `shown` in order, then the next prompt."""
+    def turn(self, prompt, *shown, timeout=20):
+        """Enter a prompt, see each of `shown` in order (each within `timeout`
+        seconds), then the next prompt."""
         self.line(prompt)
         for text in shown:
-            self.expect(text)
+            self.expect(text, timeout)
         self.expect("> ")
 
     def quit(self, timeout=20):

@@ -77,9 +77,7 @@ class Term(_Term):
 
     def sync(self, tag):
         """Wait until the REPL has taken a command typed now: the turn before it is over."""
-        self.line(f"/sync-{tag}")
-        self.expect(f"unknown command '/sync-{tag}'", 60)
-        self.expect("> ")
+        self.turn(f"/sync-{tag}", f"unknown command '/sync-{tag}'", timeout=60)
 
 
 def environment(tmp, srv):
@@ -240,10 +238,7 @@ def test_retry_after_a_cancel_sends_the_cancelled_prompt_once(tmp_path, srv):
     t.send(b"\x03")                         # at once: before its request, or while it waits
     t.expect("[cancelled]", 60)
     t.expect("> ")
-    t.line("/retry")
-    t.expect("retrying: before round 2")
-    t.expect("late reply", 60)
-    t.expect("> ")
+    t.turn("/retry", "retrying: before round 2", "late reply", timeout=60)
     assert t.quit() == 0
     entries = entries_of(env)
     assert user_texts(entries) == ["first round 1", "before round 2"]
@@ -261,9 +256,7 @@ def test_the_first_prompt_of_a_new_session_is_kept_for_retry(tmp_path, srv):
     t.send("before round 1\r\x03")          # Enter and Ctrl-C in one read
     t.expect("[cancelled]", 60)
     t.expect("> ")
-    t.line("/retry")
-    t.expect("late reply", 60)
-    t.expect("> ")
+    t.turn("/retry", "late reply", timeout=60)
     assert t.quit() == 0
     assert user_texts(entries_of(env)) == ["before round 1"]
 
@@ -360,9 +353,7 @@ def test_esc_while_a_reply_streams_cancels_it_like_ctrl_c(tmp_path, srv):
     t.send(b"\x1b")
     t.expect("aborted · ", 60)
     t.expect("> ")
-    t.line("after round 2")
-    t.expect("reply to after 2", 60)
-    t.expect("> ")
+    t.turn("after round 2", "reply to after 2", timeout=60)
     assert t.quit() == 0
     entries = entries_of(env)
     assert user_texts(entries) == ["stream round 1", "typed after round 2"]

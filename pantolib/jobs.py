@@ -6,7 +6,11 @@ work (MIN_FILES files and MIN_BYTES bytes the cache does not cover) and more
 than one CPU this process may run on, `run` forks worker processes (os.fork,
 no pickling of the work: each worker inherits it) that call the same
 per-file function the single path calls, and send back, item by item, its
-result or the error it raised. The caller then takes these results in its
+result or the error it raised. The items are cut into batches of about
+equal bytes, the largest files first, and each worker takes the next batch
+when it is done with one (a pipe holds the batch numbers; a read of 4 bytes
+from it takes one), so a worker that is slowed down takes fewer: all end
+within about a batch of each other. The caller then takes these results in its
 own order, so notes and warnings come out as they would have, and it alone
 writes the caches. An item a worker did not answer (it crashed, was killed,
 or its result could not be sent) is simply missing: the caller reads that
@@ -47,14 +51,7 @@ def run(items, fn, sizes):
     n = workers(len(items), sum(sizes))
     if n <= 1 or not hasattr(os, "fork"):
         return {}
-    shares = [[] for _ in range(n)]
-    loads = [0] * n
-    for i in sorted(range(len(items)), key=lambda i: -sizes[i]):   # the largest first, to the least loaded
-        k = loads.index(min(loads))
-        shares[k].append(i)
-        loads[k] += sizes[i] + 4096
-    for share in shares:
-        share.sort()
+    batches = _batches(sizes, n)
     import pickle
     import selectors
     import signal
@@ -66,8 +63,9 @@ def run(items, fn, sizes):
         except (OSError, ValueError, AttributeError):
             pass
     pids, pipes, done = [], {}, {}
+    todo = _todo(len(batches))
     try:
-        for share in shares:
+        for _ in range(n):
             r, w = os.pipe()
             try:
                 pid = os.fork()
@@ -76,10 +74,12 @@ def run(items, fn, sizes):
                 os.close(w)
                 break     # fewer workers: the parent reads what no worker answers
             if pid == 0:
-                _worker(w, [r, *pipes], share, items, fn, pickle, signal)
+                _worker(w, todo, [r, *pipes], batches, items, fn, pickle, signal)
             pids.append(pid)
             os.close(w)
             pipes[r] = bytearray()
+        os.close(todo)
+        todo = None
         selector = selectors.DefaultSelector()
         for r in pipes:
             selector.register(r, selectors.EVENT_READ)
@@ -98,7 +98,7 @@ def run(items, fn, sizes):
                     if len(buf) - at - 8 < size:
                         break
                     try:
-                        i, ok, value = pickle.loads(buf[at + 8:at + 8 + size])
+                        i, ok, value = _unpack(buf[at + 8:at + 8 + size], pickle)
                         done[i] = (ok, value)
                     except Exception:
                         pass   # not understood: the parent reads that file itself
@@ -106,6 +106,8 @@ def run(items, fn, sizes):
                 del buf[:at]
         selector.close()
     finally:
+        if todo is not None:
+            os.close(todo)
         for r in pipes:
             os.close(r)
         for pid in pids:
@@ -121,8 +123,64 @@ def run(items, fn, sizes):
     return done
 
 
-def _worker(w, others, share, items, fn, pickle, signal):
-    """A worker's life: answer each item of its share on `w`, then end (never returns)."""
+BATCHES_PER_WORKER = 32
+MAX_BATCHES = 1024   # their numbers (4 bytes each) fit in any pipe's buffer
+
+
+def _batches(sizes, n):
+    """The items' indices in batches of about equal bytes, the largest items
+    first (so the last batches, taken when the others are nearly done, are of
+    small files), about BATCHES_PER_WORKER for each of n workers."""
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    cost = [size + 4096 for size in sizes]   # a file costs an open and a read however small it is
+    want = max(1, -(-sum(cost) // min(n * BATCHES_PER_WORKER, MAX_BATCHES - 1)))
+    batches, batch, size = [], [], 0
+    for i in order:
+        batch.append(i)
+        size += cost[i]
+        if size >= want:
+            batches.append(batch)
+            batch, size = [], 0
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def _todo(count):
+    """The read end of a pipe that holds the batch numbers 0..count-1 (4 bytes
+    each, count <= MAX_BATCHES) and nothing more: its write end is closed."""
+    r, w = os.pipe()
+    try:
+        write_all(w, b"".join(i.to_bytes(4, "little") for i in range(count)))
+    except BaseException:
+        os.close(r)
+        raise
+    finally:
+        os.close(w)
+    return r
+
+
+def _pack(message, pickle):
+    """A message's bytes: marshal's when it holds only plain values (several times
+    faster to read back than pickle's, which the parent does while the workers
+    run), else pickle's (an exception, an object)."""
+    import marshal
+
+    try:
+        return b"m" + marshal.dumps(message)
+    except ValueError:
+        return b"p" + pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpack(data, pickle):
+    import marshal
+
+    return marshal.loads(data[1:]) if data[:1] == b"m" else pickle.loads(data[1:])
+
+
+def _worker(w, todo, others, batches, items, fn, pickle, signal):
+    """A worker's life: take batches from `todo` until none is left, answer each
+    of their items on `w`, then end (never returns)."""
     status = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)    # Ctrl-C ends it, silently
@@ -130,16 +188,20 @@ def _worker(w, others, share, items, fn, pickle, signal):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         for fd in others:
             os.close(fd)
-        for i in share:
-            try:
-                message = (i, True, fn(items[i]))
-            except Exception as e:
-                message = (i, False, e)
-            try:
-                data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:
-                continue   # left to the parent
-            write_all(w, len(data).to_bytes(8, "little") + data)
+        while True:
+            token = os.read(todo, 4)   # one read takes one whole number: the pipe holds nothing else
+            if len(token) < 4:
+                break
+            for i in batches[int.from_bytes(token, "little")]:
+                try:
+                    message = (i, True, fn(items[i]))
+                except Exception as e:
+                    message = (i, False, e)
+                try:
+                    data = _pack(message, pickle)
+                except Exception:
+                    continue   # left to the parent
+                write_all(w, len(data).to_bytes(8, "little") + data)
     except BaseException:
         status = 1
     finally:

@@ -117,14 +117,15 @@ class Files:
         return st.st_size
 
     def _job(self, item, span):
-        """In a worker: read() one file; (its File or the error, and its new cache entry if any)."""
+        """In a worker: read() one file; (its File's fields or the error, and its new cache entry if any)."""
         name, st, key = item
         self.changed = False
         try:
             got, error = self.read(name, st, span), None
         except (SessionError, OSError) as e:
             got, error = None, e
-        return got, error, self.entries.get(key) if self.changed else None
+        fields = None if got is None else tuple(getattr(got, k) for k in File.__slots__)
+        return fields, error, self.entries.get(key) if self.changed else None
 
     def read(self, name, st, span=None):
         """The File of the session file at `name` (`st`: its os.stat), or None when
@@ -136,13 +137,13 @@ class Files:
         self.seen.add(key)
         ready = self._ready.pop(key, None)
         if ready is not None and ready[0] is st and ready[1] == span and ready[2]:
-            got, error, entry = ready[3]
+            fields, error, entry = ready[3]
             if entry is not None:
                 self.entries[key] = entry
                 self.changed = True
             if error is not None:
                 raise error
-            return got
+            return None if fields is None else File(*fields)
         old = self.entries.get(key) if self.use else None
         if old is not None and (type(old) is not list or len(old) != _LEN):
             old = None

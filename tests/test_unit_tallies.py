@@ -153,12 +153,13 @@ def test_a_refused_file_is_refused_again_from_the_cache(tmp_path):
 
 
 def test_job_reads_one_file_as_read_would(tmp_path):
+    """What a worker sends back: the fields of read()'s File (plain values, which marshal takes), the error, the cache entry."""
     name = _session(tmp_path / "s.jsonl", turns=2)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'not json\n')
     files = tallies.Files(PRICES)
     got, error, entry = files._job((name, os.stat(name), name), None)
-    assert error is None and _tokens(got) == (2, 20, 10) and entry == files.entries[name]
+    assert error is None and _tokens(tallies.File(*got)) == (2, 20, 10) and entry == files.entries[name]
     got, error, entry = files._job((str(bad), os.stat(bad), str(bad)), None)
     assert got is None and isinstance(error, SessionError) and entry[10] == [error.message, error.line]
     missing = str(tmp_path / "missing.jsonl")

@@ -2,7 +2,8 @@
 
 panto-ls keeps there what it lists of each session file (ls-cache.json),
 panto-cost the token sums of each file and how far they reach
-(cost-cache.json). Both hold text from sessions (first prompts, names, model
+(cost-cache.json); each also remembers its last output whole, with what it
+depended on (ls-report.memo, cost-report.memo). Both hold text from sessions (first prompts, names, model
 ids), so they are written 0600 in a 0700 folder whatever the umask, whole
 or not at all (a temporary file renamed over the old one). A cache that is
 missing, unreadable, of another version or that makes no sense is treated
@@ -10,8 +11,6 @@ as empty and rebuilt; one that cannot be written only costs speed. Deleting
 the folder (or `panto-cost --no-cache`, `panto-ls --no-cache`) is always safe.
 """
 import os
-
-import orjson
 
 from pantolib import paths
 
@@ -26,6 +25,8 @@ def load(file, version, head=None):
     rest). With `head`, only a file whose first line also holds these items is
     read on (a key that differs costs one short read)."""
     import zlib
+
+    import orjson
 
     try:
         with open(file, "rb") as f:
@@ -47,6 +48,8 @@ def save(file, version, data, head=None):
     """Write the cache file (its first line the version, a CRC-32 of the rest
     and `head`); False if it could not be."""
     import zlib
+
+    import orjson
 
     try:
         body = orjson.dumps(data)
@@ -85,14 +88,19 @@ def write_private(file, *parts):
 
 
 def key(*parts):
-    """A hash of what a remembered output depends on (orjson-able parts), with
-    the time zone and panto's version: the key of `recall` and `remember`."""
-    import hashlib
+    """What a remembered output depends on (plain values: str, int, bool, None,
+    lists, tuples, dicts), with panto's and Python's versions and the time
+    zone, as bytes: the key of `recall` and `remember`, compared whole (no
+    hash: two keys are equal only if all they say is). marshal's format 0
+    writes the same values as the same bytes, whatever the interpreter's
+    sharing of them; it is the C library's speed with no import to pay for
+    (this is the whole work of a remembered report, besides the stats)."""
+    import marshal
+    import sys
 
     from pantolib import __version__
 
-    doc = [__version__, zone(), *parts]
-    return hashlib.blake2b(orjson.dumps(doc), digest_size=20).hexdigest()
+    return marshal.dumps([__version__, sys.version, zone(), *parts], 0)
 
 
 def zone():
@@ -112,16 +120,46 @@ def idents(listed):
     return [(p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for p, st in listed]
 
 
-MEMO_VERSION = 1
+MEMO_VERSION = 2
+_MEMO = b"panto-memo"
 
 
 def recall(name, k):
-    """(output bytes, notes, status) remembered under key k in cache file `name`, or None."""
-    memo = load(path(name), MEMO_VERSION, {"key": k})
-    if type(memo) is dict:
-        return memo["out"].encode(), memo["notes"], memo["status"]
-    return None
+    """(output bytes, notes, status) remembered under key k in cache file `name`, or None.
+
+    The file is a line `panto-memo VERSION CRC KEY OUT META` (the CRC-32 of
+    the output and META, and the three lengths), then the key's bytes, the
+    output's, and META: the notes and the status (marshal). A key that
+    differs costs reading it; orjson is never imported here.
+    """
+    import marshal
+    import zlib
+
+    try:
+        with open(path(name), "rb") as f:
+            head = f.readline(200).split()
+            if len(head) != 6 or head[0] != _MEMO or head[1] != b"%d" % MEMO_VERSION:
+                return None
+            crc, n_key, n_out, n_meta = (int(x) for x in head[2:])
+            if n_key != len(k) or f.read(n_key) != k:
+                return None
+            body = f.read(n_out + n_meta + 1)
+        if len(body) != n_out + n_meta or zlib.crc32(body) != crc:
+            return None
+        notes, status = marshal.loads(body[n_out:])
+        if type(status) is not int or type(notes) is not list or any(type(n) is not str for n in notes):
+            return None
+        return body[:n_out], notes, status
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
 
 
 def remember(name, k, out, notes, status):
-    save(path(name), MEMO_VERSION, {"out": out.decode(), "notes": list(notes), "status": status}, {"key": k})
+    """Remember an output (bytes), its notes (str) and exit status under key k (`key`)."""
+    import marshal
+    import zlib
+
+    meta = marshal.dumps((list(notes), int(status)), 0)   # an exit status may be an IntEnum
+    crc = zlib.crc32(meta, zlib.crc32(out))
+    head = b"%s %d %d %d %d %d\n" % (_MEMO, MEMO_VERSION, crc, len(k), len(out), len(meta))
+    return write_private(path(name), head, k, out, meta)

@@ -118,9 +118,13 @@ def caches(with_jobs):
         docs = {}
         for name in sorted(os.listdir(d)):
             with open(os.path.join(d, name), "rb") as f:
-                docs[name] = [orjson.loads(line) for line in f]
-            if name.endswith("-report.json"):   # its key holds /proc/self/mem's identity: one per process
-                del docs[name][0]["key"]
+                data = f.read()
+            if name.endswith("-report.memo"):   # its key holds /proc/self/mem's identity: one per process
+                head, body = data.split(b"\n", 1)
+                fields = head.split()
+                docs[name] = [fields[:3] + fields[4:], body[int(fields[3]):]]
+            else:
+                docs[name] = [orjson.loads(line) for line in data.splitlines()]
         out.append(docs)
     return out
 

@@ -547,7 +547,7 @@ def test_cache_is_private_whatever_the_umask(isolated):
     assert p.returncode == 0, p.stderr
     assert os.stat(cache).st_mode & 0o777 == 0o700
     files = sorted(os.listdir(cache))
-    assert files == ["ls-cache.json", "ls-report.json"]
+    assert files == ["ls-cache.json", "ls-report.memo"]
     for name in files:
         assert os.stat(os.path.join(cache, name)).st_mode & 0o777 == 0o600
 
@@ -564,7 +564,7 @@ def test_a_cache_that_makes_no_sense_is_rebuilt(isolated):
                 orjson.dumps({"version": 3, "files": {p: [key, None]}}), b"\xff\xfe", b""):
         with open(path, "wb") as f:
             f.write(bad)
-        memo = os.path.join(os.path.dirname(path), "ls-report.json")
+        memo = os.path.join(os.path.dirname(path), "ls-report.memo")
         if os.path.exists(memo):
             os.unlink(memo)          # else the remembered listing is shown, and the cache not read
         r = ls()

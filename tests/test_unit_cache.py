@@ -69,8 +69,9 @@ def test_what_cannot_be_saved_returns_false(tmp_path):
 
 def test_key_depends_on_every_part_and_the_zone(monkeypatch):
     k = cache.key("a", [1, 2])
-    assert k == cache.key("a", [1, 2]) and len(k) == 40 and int(k, 16) >= 0
-    assert k != cache.key("a", [1, 3]) and k != cache.key("a")
+    assert k == cache.key("a", [1, 2]) and type(k) is bytes
+    assert k != cache.key("a", [1, 3]) and k != cache.key("a") and k != cache.key("a", (1, 2))
+    assert cache.key("a", [1, 2]) != cache.key("a", [1, 2], None) and cache.key(True) != cache.key(1)
     monkeypatch.setenv("TZ", "XST+5")
     time.tzset()
     try:
@@ -89,9 +90,39 @@ def test_idents(tmp_path):
 
 
 def test_recall_what_was_remembered_under_its_key():
-    assert cache.recall("memo.json", "k1") is None
-    cache.remember("memo.json", "k1", "report ✓\n".encode(), ("a note",), 1)
-    assert cache.recall("memo.json", "k1") == ("report ✓\n".encode(), ["a note"], 1)
-    assert cache.recall("memo.json", "k2") is None
-    cache.remember("memo.json", "k2", b"other", [], 0)
-    assert cache.recall("memo.json", "k1") is None and cache.recall("memo.json", "k2") == (b"other", [], 0)
+    k1, k2 = cache.key("k1"), cache.key("k2")
+    assert cache.recall("memo.json", k1) is None
+    cache.remember("memo.json", k1, "report ✓\n".encode(), ("a note",), 1)
+    assert cache.recall("memo.json", k1) == ("report ✓\n".encode(), ["a note"], 1)
+    assert cache.recall("memo.json", k2) is None
+    cache.remember("memo.json", k2, b"other", [], 0)
+    assert cache.recall("memo.json", k1) is None and cache.recall("memo.json", k2) == (b"other", [], 0)
+
+
+def test_key_is_the_same_bytes_whatever_is_shared_or_interned():
+    """marshal's format 0 has no references: a value written twice, or a string
+    the interpreter interned, gives the bytes a fresh copy gives."""
+    import sys
+
+    name = "".join(["se", "ssion"])
+    shared = ("p", 1, 2)
+    one = cache.key({"--by": name}, [shared, shared], "/a/\udcff")     # a file name that is not UTF-8
+    two = cache.key({"--by": sys.intern("session")}, [("p", 1, 2), tuple(["p", 1, 2])], "/a/\udcff")
+    assert one == two
+
+
+def test_a_memo_that_is_not_whole_or_not_ours_is_forgotten():
+    k = cache.key("k")
+    cache.remember("memo.memo", k, b"out\n", ["n\u00e9"], 0)
+    path = cache.path("memo.memo")
+    good = open(path, "rb").read()
+    assert good.startswith(b"panto-memo 2 ") and k in good
+    assert cache.recall("memo.memo", k) == (b"out\n", ["n\u00e9"], 0)
+    head, body = good.split(b"\n", 1)
+    for bad in (b"", b"panto-memo", head + b"\n" + body[:-1], head + b"\n" + body + b"x",
+                good.replace(b"out", b"our"), good.replace(b"panto-memo 2", b"panto-memo 3"),
+                head.replace(b"panto-memo", b"other-memo") + b"\n" + body, b"panto-memo 2 x y z w\n"):
+        with open(path, "wb") as f:
+            f.write(bad)
+        assert cache.recall("memo.memo", k) is None, bad
+    assert os.stat(path).st_mode & 0o777 == 0o600

@@ -104,12 +104,12 @@ def _write(out, json):
     cli.stdout().write(out)
 
 
-REPORT = "cost-report.json"
+REPORT = "cost-report.memo"
 _said = []
 
 
 def _report_key(args, inputs):
-    """What a report depends on, hashed (cache.key): the options, every file's
+    """What a report depends on (cache.key): the options, every file's
     identity and state, the price table's, and today's date; None for stdin."""
     from pantolib import cache, models_toml
     from pantolib.prices import today

@@ -47,7 +47,7 @@ def main(argv=None):
     if use:
         from pantolib import cache
 
-        key = cache.key(args, os.getcwd(), [(d, cache.idents(files)) for d, files in listed])
+        key = cache.key(dict(args), os.getcwd(), [(d, cache.idents(files)) for d, files in listed])
         memo = cache.recall(MEMO, key)
         if memo is not None:
             for note in memo[1]:
@@ -70,7 +70,7 @@ def main(argv=None):
     return cli.OK
 
 
-MEMO = "ls-report.json"
+MEMO = "ls-report.memo"
 
 
 def _rows(args, found, grep):

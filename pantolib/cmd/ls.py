@@ -85,12 +85,16 @@ def _rows(args, found, grep):
     from pantolib.terminal import visible_line
 
     rows = []  # written at once: stdout may be unbuffered (PYTHONUNBUFFERED)
+    cwds = {}  # a directory holds many sessions: shown once each
     for s in found:
         n = s["messages"]
         row = [prefixes[s["id"]], listing.local_time(scan.epoch(s["created"])), listing.local_time(s["active"]),
                f"{n} message" if n == 1 else f"{n} messages", one_line(listing.title(s))]
         if args["--all"]:
-            row.append(visible_line(s["cwd"]))
+            cwd = cwds.get(s["cwd"])
+            if cwd is None:
+                cwd = cwds[s["cwd"]] = visible_line(s["cwd"])
+            row.append(cwd)
         if grep is not None:
             row.append(s["match"])
         rows.append("\t".join(row) + "\n")
@@ -131,5 +135,10 @@ def one_line(text, width=80):
 
     if not text:
         return ""
-    flat = " ".join(visible_line(text[: 2 * width]).split())
+    flat = text[: 2 * width]
+    # Printable text (str.isprintable: no control, format or separator
+    # character but the space, so nothing visible_line would change) that
+    # has no run of spaces and none at its ends is already one line.
+    if not (flat.isprintable() and "  " not in flat and flat[0] != " " and flat[-1] != " "):
+        flat = " ".join(visible_line(flat).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

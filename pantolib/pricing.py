@@ -182,8 +182,10 @@ class Tally:
     def rows(self):
         """(group, provider, model) -> FIELDS, priced now."""
         if self._rows is None:
-            rows = {k: list(v) for k, v in self._merged.items()}
-            self._rows = self._price(self.parts, rows)
+            if self.parts:   # priced into a copy: the merged rows stay as merged
+                self._rows = self._price(self.parts, {k: list(v) for k, v in self._merged.items()})
+            else:
+                self._rows = self._merged
         return self._rows
 
     def _price(self, parts, rows):

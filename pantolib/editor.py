@@ -52,9 +52,12 @@ class LineEditor:
         write_all(self.fd_out, s.encode("utf-8", "replace"))
 
     def interrupted_ahead(self):
-        """Whether a Ctrl-C was read already, after the Enter that ended the
-        last prompt (keys that came in one read with it): it is taken out of
-        what waits for the next prompt, and the caller cancels the turn."""
+        """Whether a Ctrl-C came after the Enter that ended the last prompt
+        while the terminal was still raw (in one read with it, or before it
+        was given back its line mode): it is taken out of what waits for the
+        next prompt, and the caller cancels the turn. From the line mode on,
+        a Ctrl-C is a signal, which the turn counts."""
+        self.keys.drain()   # what reached the terminal in the moment of the switch
         i = self.keys.pending.find("\x03")
         if i < 0:
             return False
@@ -81,6 +84,7 @@ class LineEditor:
                 except KeyboardInterrupt:   # a SIGINT from outside
                     key = "\x03"
                 if self._handle(key):
+                    self.keys.drain()   # typed since: raw, so a Ctrl-C among them is a key
                     return self.line.text
         finally:
             restore_mode(self.fd_in, self.mode)

@@ -108,3 +108,39 @@ def test_keys_mode_raw_cbreak_and_back():
             terminal.keys_mode(fd)
     finally:
         os.close(fd)
+
+
+def _readable(fd):
+    import select
+
+    return bool(select.select([fd], [], [], 2)[0])
+
+
+def test_drain_takes_what_waits_and_never_blocks(tty):
+    master, slave = tty
+    keys = terminal.Keys(slave)
+    keys.drain()
+    assert keys.pending == ""               # nothing typed: back at once
+    os.write(master, b"ab\x03")
+    assert _readable(slave)
+    keys.drain()
+    assert keys.pending == "ab\x03"
+
+
+def test_a_ctrl_c_typed_while_raw_is_found_after_the_line_mode_is_back(tty):
+    """Enter, then Ctrl-C before the prompt gives the terminal its line mode
+    back: raw, it is a key that nobody read. The editor finds it afterwards
+    (interrupted_ahead) and the turn is cancelled; the keys typed after it
+    still wait for the next prompt."""
+    from pantolib.editor import LineEditor
+
+    master, slave = tty
+    editor = LineEditor(fd_in=slave, fd_out=os.open(os.devnull, os.O_WRONLY))
+    os.write(master, b"\x03next")           # in raw mode: bytes in the queue, no signal
+    assert _readable(slave)
+    cooked = termios.tcgetattr(slave)
+    cooked[3] |= termios.ICANON | termios.ISIG | termios.ECHO
+    termios.tcsetattr(slave, termios.TCSANOW, cooked)   # the turn's mode, as restore_mode gives it
+    assert editor.interrupted_ahead() is True
+    assert editor.pending == "next"
+    assert editor.interrupted_ahead() is False

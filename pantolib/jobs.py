@@ -125,6 +125,7 @@ def run(items, fn, sizes):
 
 BATCHES_PER_WORKER = 32
 MAX_BATCHES = 1024   # their numbers (4 bytes each) fit in any pipe's buffer
+SEND = 1 << 16       # a worker's answers are written in pieces of about this much
 
 
 def _batches(sizes, n):
@@ -188,6 +189,7 @@ def _worker(w, todo, others, batches, items, fn, pickle, signal):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         for fd in others:
             os.close(fd)
+        out = bytearray()   # the answers, sent a batch (or SEND bytes) at a time: fewer wake-ups
         while True:
             token = os.read(todo, 4)   # one read takes one whole number: the pipe holds nothing else
             if len(token) < 4:
@@ -201,7 +203,13 @@ def _worker(w, todo, others, batches, items, fn, pickle, signal):
                     data = _pack(message, pickle)
                 except Exception:
                     continue   # left to the parent
-                write_all(w, len(data).to_bytes(8, "little") + data)
+                out += len(data).to_bytes(8, "little")
+                out += data
+                if len(out) >= SEND:
+                    write_all(w, out)
+                    out.clear()
+            write_all(w, out)
+            out.clear()
     except BaseException:
         status = 1
     finally:

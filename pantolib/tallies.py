@@ -96,6 +96,8 @@ class Files:
             if size is not None:
                 work.append((name, st, key))
                 sizes.append(size)
+        if not work:
+            return
         from pantolib import jobs
 
         if jobs.workers(len(work), sum(sizes)) <= 1:

@@ -111,11 +111,11 @@ _said = []
 def _report_key(args, inputs):
     """What a report depends on (cache.key): the options, every file's
     identity and state, the price table's, and today's date; None for stdin."""
+    if any(st is None for _, st in inputs):
+        return None
     from pantolib import cache, models_toml
     from pantolib.prices import today
 
-    if any(st is None for _, st in inputs):
-        return None
     path = args["--prices"] or models_toml.default_path()
     try:
         table = cache.idents([(path, os.stat(path))])
@@ -134,11 +134,12 @@ def _report(args, inputs, by, span, use):
     for note in prices.notes:
         _warn(note)
     tally = pricing.Tally(prices, by=by, since=span[0], until=span[1])
-    reader = tallies.Files(prices, use=use)
+    files = [(name, st) for name, st in inputs if st is not None]
+    reader = tallies.Files(prices, use=use and bool(files))   # a stream alone: no cache to read or write
     span = None if span == (None, None) else span
     seen = set()  # (device, inode) of every file counted: each is counted once
     ahead = set()
-    reader.read_ahead([(name, st) for name, st in inputs if st is not None and _first_time(st, ahead)], span)
+    reader.read_ahead([(name, st) for name, st in files if _first_time(st, ahead)], span)
     every = len(inputs) - len(args["FILE"])   # the first ones come from --all
     for i, (name, st) in enumerate(inputs):
         if st is None:

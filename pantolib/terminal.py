@@ -212,16 +212,11 @@ class Keys:
         """Take in what the terminal has already, never waiting: keys typed
         while nobody was reading (e.g. a Ctrl-C pressed just after Enter,
         which raw mode leaves a key, not a signal)."""
-        import select
-
         try:
-            while select.select([self.fd], [], [], 0)[0]:
-                data = os.read(self.fd, 65536)
-                if not data:
-                    return        # the end of input: the next read says so
-                self.feed(data)
-        except (OSError, ValueError):
-            pass
+            while self.more(wait=0):
+                pass
+        except (Edit, OSError, ValueError):
+            pass        # the end of input, or no terminal: the next read says so
 
     def next(self):
         """The next key, waiting for it."""

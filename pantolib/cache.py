@@ -3,12 +3,13 @@
 panto-ls keeps there what it lists of each session file (ls-cache.json),
 panto-cost the token sums of each file and how far they reach
 (cost-cache.json); each also remembers its last output whole, with what it
-depended on (ls-report.memo, cost-report.memo). Both hold text from sessions (first prompts, names, model
-ids), so they are written 0600 in a 0700 folder whatever the umask, whole
-or not at all (a temporary file renamed over the old one). A cache that is
-missing, unreadable, of another version or that makes no sense is treated
-as empty and rebuilt; one that cannot be written only costs speed. Deleting
-the folder (or `panto-cost --no-cache`, `panto-ls --no-cache`) is always safe.
+depended on (ls-report.memo, cost-report.memo). All hold text from sessions
+(first prompts, names, model ids), so they are written 0600 in a 0700
+folder whatever the umask, whole or not at all (a temporary file renamed
+over the old one). A cache that is missing, unreadable, of another version
+or that makes no sense is treated as empty and rebuilt; one that cannot be
+written only costs speed. Deleting the folder (or `panto-cost --no-cache`,
+`panto-ls --no-cache`) is always safe.
 """
 import os
 
@@ -100,6 +101,7 @@ def key(*parts):
 
     from pantolib import __version__
 
+    parts = [dict(p) if isinstance(p, dict) else p for p in parts]   # docopt's options are a dict subclass
     return marshal.dumps([__version__, sys.version, zone(), *parts], 0)
 
 

@@ -47,7 +47,7 @@ def main(argv=None):
     if use:
         from pantolib import cache
 
-        key = cache.key(dict(args), os.getcwd(), [(d, cache.idents(files)) for d, files in listed])
+        key = cache.key(args, os.getcwd(), [(d, cache.idents(files)) for d, files in listed])
         memo = cache.recall(MEMO, key)
         if memo is not None:
             for note in memo[1]:

@@ -19,6 +19,7 @@ file itself, as it would have without workers.
 PANTO_JOBS=N: N workers (at most one per item), whatever the amount of work
 or the CPUs; 1: never. Unset, empty or anything else: decided as above.
 """
+import marshal
 import os
 
 from pantolib.files import write_all
@@ -165,8 +166,6 @@ def _pack(message, pickle):
     """A message's bytes: marshal's when it holds only plain values (several times
     faster to read back than pickle's, which the parent does while the workers
     run), else pickle's (an exception, an object)."""
-    import marshal
-
     try:
         return b"m" + marshal.dumps(message)
     except ValueError:
@@ -174,8 +173,6 @@ def _pack(message, pickle):
 
 
 def _unpack(data, pickle):
-    import marshal
-
     return marshal.loads(data[1:]) if data[:1] == b"m" else pickle.loads(data[1:])
 
 

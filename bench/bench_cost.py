@@ -186,8 +186,7 @@ def append_turn(path, n):
     with open(path, "rb") as f:
         last = orjson.loads(f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1])
     e = gen_sessions.plain_entry(f"b{n:07x}", last.get("id"), "one more turn " * 20, user=False)
-    now = time.time()   # stamped now, as panto-log append stamps a turn: ccusage counts turns of one
-    e["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+    e["timestamp"] = gen_sessions.iso(int(time.time() * 1000))   # now, as panto-log append stamps it
     with open(path, "ab") as f:
         f.write(orjson.dumps(e) + b"\n")
         f.flush()

@@ -3,7 +3,8 @@
 panto-ls keeps there what it lists of each session file (ls-cache.json),
 panto-cost the token sums of each file and how far they reach
 (cost-cache.json); each also remembers its last output whole, with what it
-depended on (ls-report.memo, cost-report.memo). All hold text from sessions
+depended on (ls-report.memo, cost-report.memo), and its last command line
+as parsed (ls-args.memo, cost-args.memo: cli.parse). All hold text from sessions
 (first prompts, names, model ids), so they are written 0600 in a 0700
 folder whatever the umask, whole or not at all (a temporary file renamed
 over the old one). A cache that is missing, unreadable, of another version

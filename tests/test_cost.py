@@ -801,7 +801,8 @@ def test_the_caches_are_private_whatever_the_umask(prices):
     assert os.stat(cache_dir()).st_mode & 0o777 == 0o700
     assert os.stat(os.path.dirname(cache_dir())).st_mode & 0o777 == 0o700
     names = sorted(os.listdir(cache_dir()))
-    assert names == ["cost-cache.json", "cost-report.memo", "ls-cache.json", "ls-report.memo"]
+    assert names == ["cost-args.memo", "cost-cache.json", "cost-report.memo", "ls-args.memo", "ls-cache.json",
+                     "ls-report.memo"]
     for name in names:
         assert os.stat(os.path.join(cache_dir(), name)).st_mode & 0o777 == 0o600
 
@@ -809,7 +810,7 @@ def test_the_caches_are_private_whatever_the_umask(prices):
 def test_a_broken_or_foreign_cache_is_rebuilt_and_no_cache_leaves_it_alone(prices):
     tree_session(1, turns=4)
     want = cost_json("--all")[0]
-    for name in ("cost-cache.json", "cost-report.memo"):
+    for name in ("cost-cache.json", "cost-report.memo", "cost-args.memo"):
         path = os.path.join(cache_dir(), name)
         good = open(path, "rb").read()
         head, body = good.split(b"\n", 1)

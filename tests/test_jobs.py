@@ -119,7 +119,7 @@ def caches(with_jobs):
         for name in sorted(os.listdir(d)):
             with open(os.path.join(d, name), "rb") as f:
                 data = f.read()
-            if name.endswith("-report.memo"):   # its key holds /proc/self/mem's identity: one per process
+            if name.endswith(".memo"):   # a report's key holds /proc/self/mem's identity: one per process
                 head, body = data.split(b"\n", 1)
                 fields = head.split()
                 docs[name] = [fields[:3] + fields[4:], body[int(fields[3]):]]

@@ -547,7 +547,7 @@ def test_cache_is_private_whatever_the_umask(isolated):
     assert p.returncode == 0, p.stderr
     assert os.stat(cache).st_mode & 0o777 == 0o700
     files = sorted(os.listdir(cache))
-    assert files == ["ls-cache.json", "ls-report.memo"]
+    assert files == ["ls-args.memo", "ls-cache.json", "ls-report.memo"]
     for name in files:
         assert os.stat(os.path.join(cache, name)).st_mode & 0o777 == 0o600
 

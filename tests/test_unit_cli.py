@@ -36,6 +36,68 @@ def test_parse():
         cli.parse(DOC, ["-", "--", "x", "y"])   # '-' and '--' are not options
 
 
+MEMO_DOC = DOC.replace("[--level=N] FILE", "[--level=N] [--no-cache] FILE").replace(
+    "  --level=N", "  --no-cache   leave the caches alone\n  --level=N")
+
+
+def _parse_in_a_process(argv, doc=MEMO_DOC, env=None):
+    """cli.parse with a memo in a fresh interpreter: (its answer, whether docopt was imported)."""
+    import subprocess
+
+    code = ("import sys, json; from pantolib import cli; "
+            "a = cli.parse(sys.argv[1], json.loads(sys.argv[2]), memo='try-args.memo'); "
+            "print(json.dumps([a, 'docopt' in sys.modules]))")
+    import json
+
+    p = subprocess.run([sys.executable, "-c", code, doc, json.dumps(argv)], capture_output=True,
+                       env=env, check=True)
+    return json.loads(p.stdout)
+
+
+def test_a_remembered_parse_is_docopts_answer_without_docopt(tmp_path):
+    memo = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "try-args.memo")
+    want = cli.parse(MEMO_DOC, ["--flag", "x"])
+    assert _parse_in_a_process(["--flag", "x"]) == [want, True]      # parsed, and remembered
+    assert os.stat(memo).st_mode & 0o777 == 0o600
+    assert _parse_in_a_process(["--flag", "x"]) == [want, False]     # recalled
+    # other arguments, another usage text: parsed again (and remembered in place of the last)
+    assert _parse_in_a_process(["--level=3", "x"]) == [{**want, "--flag": False, "--level": "3"}, True]
+    assert _parse_in_a_process(["--level=3", "x"])[1] is False
+    other = MEMO_DOC.replace("[default: 1]", "[default: 2]")
+    assert _parse_in_a_process(["--level=3", "x"], doc=other)[1] is True
+    assert _parse_in_a_process(["x"], doc=other)[0]["--level"] == "2"
+    # a memo that is not whole or makes no sense is parsed again
+    for bad in (b"", b"garbage", open(memo, "rb").read()[:-3]):
+        with open(memo, "wb") as f:
+            f.write(bad)
+        assert _parse_in_a_process(["x"], doc=other) == [{**want, "--flag": False, "--level": "2"}, True]
+    # bad usage is never remembered, and still bad after a good parse
+    with pytest.raises(UsageError, match="^bad usage"):
+        cli.parse(MEMO_DOC, ["x", "y"], memo="try-args.memo")
+    with pytest.raises(UsageError, match="^bad usage"):
+        cli.parse(MEMO_DOC, ["x", "y"], memo="try-args.memo")
+
+
+def test_a_parse_with_no_cache_is_not_remembered():
+    memo = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "try-args.memo")
+    assert _parse_in_a_process(["--no-cache", "x"])[0]["--no-cache"] is True
+    assert not os.path.exists(memo)
+    assert _parse_in_a_process(["--no-cache", "x"])[1] is True
+
+
+def test_an_install_on_sys_path_parses_again(tmp_path):
+    """A package installed or removed in a folder of sys.path moves its time: docopt may be another."""
+    site = tmp_path / "site"
+    site.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.path.dirname(os.path.dirname(cli.__file__))])}
+    assert _parse_in_a_process(["x"], env=env)[1] is True
+    assert _parse_in_a_process(["x"], env=env)[1] is False
+    (site / "new_package.py").write_text("")
+    os.utime(site, ns=(0, os.stat(site).st_mtime_ns + 10**9))   # the new file's second, whatever the clock
+    assert _parse_in_a_process(["x"], env=env)[1] is True
+    assert _parse_in_a_process(["x"], env=env)[1] is False
+
+
 def test_parse_version(capsys):
     from pantolib import __version__
 

@@ -38,7 +38,7 @@ TOKENS = (("input", "INPUT"), ("output", "OUTPUT"), ("cacheRead", "CACHE-READ"),
 
 @cli.command(NAME)
 def main(argv=None):
-    args = cli.parse(__doc__, argv)
+    args = cli.parse(__doc__, argv, memo="cost-args.memo")
     from pantolib.errors import UsageError
 
     if args["--example-prices"]:

@@ -29,7 +29,7 @@ NAME = "panto-ls"
 
 @cli.command(NAME)
 def main(argv=None):
-    args = cli.parse(__doc__, argv)
+    args = cli.parse(__doc__, argv, memo="ls-args.memo")
     from pantolib import listing, paths, scan
     from pantolib.errors import UsageError
 

@@ -74,7 +74,27 @@ def run(name, argv=None):
         sys.stdout.flush()
     except (BrokenPipeError, OSError, ValueError):
         cli.silence_stdout()
-    sys.exit(status)
+    leave(status)
+
+
+def leave(status):
+    """End the process with `status`, without the interpreter's teardown: it
+    frees every object one by one (a report over 10,000 sessions spent 5 ms
+    of its 70 there), and a teardown while panto-send's network thread is in
+    an import can crash. What a teardown would do that matters is done here:
+    the atexit functions (panto-send's wait for that thread; coverage's data)
+    and the flush of stdout and stderr. Nothing panto writes waits for one:
+    sessions and caches are written and closed where they are made, and no
+    object of panto has a finalizer."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(int(status))
 
 
 def hold_sigint():

@@ -146,13 +146,13 @@ def recall(name, k):
             crc, n_key, n_out, n_meta = (int(x) for x in head[2:])
             if n_key != len(k) or f.read(n_key) != k:
                 return None
-            body = f.read(n_out + n_meta + 1)
-        if len(body) != n_out + n_meta or zlib.crc32(body) != crc:
+            out, meta = f.read(n_out), f.read(n_meta + 1)   # two reads: the output is not copied
+        if len(out) != n_out or len(meta) != n_meta or zlib.crc32(meta, zlib.crc32(out)) != crc:
             return None
-        notes, status = marshal.loads(body[n_out:])
+        notes, status = marshal.loads(meta)
         if type(status) is not int or type(notes) is not list or any(type(n) is not str for n in notes):
             return None
-        return body[:n_out], notes, status
+        return out, notes, status
     except (OSError, ValueError, EOFError, TypeError):
         return None
 

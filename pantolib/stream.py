@@ -420,6 +420,40 @@ def read_batches(f, name="<stdin>", _lines=None):
             yield batch
 
 
+def read_ahead(batches, depth=4):
+    """Yield the items of an iterator (read_batches), taken from it by a
+    thread while the caller works on the ones before: panto-log append has
+    the next lines read and parsed while the last ones' fdatasync waits on
+    the disk (the wait lets go of the interpreter). The same items in the
+    same order; what the iterator raises is raised here, after every item
+    before it. The thread holds `depth` items at most, so it is mostly
+    waiting for room, not holding the interpreter when the caller is back
+    from the disk. It never takes a signal (only the main thread does)."""
+    import queue
+    import threading
+
+    q = queue.Queue(depth)
+
+    def run():
+        try:
+            for item in batches:
+                q.put((True, item))
+        except BaseException as e:   # noqa: BLE001 - raised in the caller's thread
+            q.put((False, e))
+            return
+        q.put((False, None))
+
+    threading.Thread(target=run, name="read ahead", daemon=True).start()
+    while True:
+        more, item = q.get()
+        if more:
+            yield item
+        elif item is None:
+            return
+        else:
+            raise item
+
+
 def _chunks(f):
     """Lists of the complete lines of each read of f (a line longer than a
     read is gathered first); the last line may lack its line feed."""

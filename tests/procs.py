@@ -5,16 +5,23 @@ import threading
 
 
 def blocked_reading(pid):
-    """Is the process asleep in a read of a pipe? (its wchan; where the kernel
-    hides wchan, asleep at all)"""
+    """Is the process asleep, one of its threads in a read of a pipe? (their
+    wchan; where the kernel hides wchan, every thread asleep at all)"""
+    import os
+
     try:
-        with open(f"/proc/{pid}/wchan") as w:
-            wchan = w.read()
-        with open(f"/proc/{pid}/stat") as st:
-            state = st.read().rsplit(")", 1)[1].split()[0]
+        seen = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/wchan") as w:
+                wchan = w.read()
+            with open(f"/proc/{pid}/task/{task}/stat") as st:
+                state = st.read().rsplit(")", 1)[1].split()[0]
+            seen.append((wchan, state))
     except OSError:
         return False
-    return "pipe" in wchan or (wchan in ("", "0") and state == "S")
+    if not seen or any(state != "S" for _, state in seen):
+        return False
+    return any("pipe" in wchan or wchan in ("", "0") for wchan, _ in seen)
 
 
 def wait_reading(proc):

@@ -577,3 +577,47 @@ def test_reading_a_real_file_in_batches(tmp_path):
         with open(p, "rb") as f:
             got = [(x.raw, x.lineno) for b in stream.read_batches(f, str(p)) for x in b]
         assert got == [(raw, n) for raw, _, _, n in _split_on_line_feeds(data, str(p))]
+
+
+def test_read_ahead_yields_the_same_items_then_what_was_raised_from_another_thread():
+    import threading
+
+    where = []
+
+    def items():
+        for k in range(50):
+            where.append(threading.current_thread())
+            yield [k]
+        raise SessionError("a bad line", "<stdin>", 51)
+
+    got = []
+    with pytest.raises(SessionError, match="a bad line"):
+        for item in stream.read_ahead(items()):
+            got.append(item)
+    assert got == [[k] for k in range(50)]
+    assert where and all(t is not threading.current_thread() for t in where)
+    assert list(stream.read_ahead(iter([]))) == []
+
+
+def test_read_ahead_holds_at_most_depth_items():
+    import threading
+
+    taken = []
+    consumed = threading.Event()
+
+    def items():
+        for k in range(20):
+            taken.append(k)
+            yield k
+
+    it = stream.read_ahead(items(), depth=3)
+    assert next(it) == 0
+    for _ in range(5000):   # until the thread has filled the queue and waits for room
+        if len(taken) >= 5:
+            break
+        consumed.wait(0.002)
+    # 0 handed out, 1-3 queued, 4 taken and waiting for room: never more, however long
+    assert len(taken) == 5
+    consumed.wait(0.05)
+    assert len(taken) == 5
+    assert list(it) == list(range(1, 20))

@@ -104,11 +104,12 @@ def append(path):
                 cli.silence_stdout()
 
     # Lines that arrive together are written under one lock and one check of
-    # the path; each is echoed only once it is durable. When anything fails,
+    # the path; each is echoed only once it is durable, and the next ones are
+    # read and parsed meanwhile (read_ahead). When anything fails,
     # nothing that waits for the file's creation is echoed: it is on no disk.
     writer = session.Writer(path, warn=lambda message: cli.warn(NAME, message))
     try:
-        for batch in stream.read_batches(cli.stdin()):
+        for batch in stream.read_ahead(stream.read_batches(cli.stdin())):
             writer.feed_batch(batch, echo)
         echo(writer.finish())
     finally:

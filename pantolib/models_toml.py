@@ -286,10 +286,10 @@ class _Where:
         if self._headers is None:
             self._headers = {}
             lines = self.text.split("\n")
-            self._lines = lines
+            self._lines, self._in_value = lines, _in_value(lines)
             for i, line in enumerate(lines):
                 s = line.lstrip()
-                if not s.startswith("["):
+                if not s.startswith("[") or self._in_value[i]:
                     continue
                 array = s.startswith("[[")
                 parts = _header_keys(s[2:] if array else s[1:], "]]" if array else "]")
@@ -315,6 +315,8 @@ class _Where:
         pattern = re.compile(r"\s*(?:%s|\"%s\"|'%s')\s*=\s*" % ((re.escape(key),) * 3))
         for i in range(section + 1, len(self._lines)):
             line = self._lines[i]
+            if self._in_value[i]:
+                continue
             if line.lstrip().startswith("["):
                 break
             m = pattern.match(line)
@@ -328,6 +330,58 @@ class _Where:
         if place is None:
             return f"{self.name}: {message}"
         return f"{self.name}:{place[0] + 1}:{place[1] + 1}: {message}"
+
+
+def _in_value(lines):
+    """For each line of a TOML text (one tomllib read), whether it starts
+    inside a value that spans lines: a multi-line string or an array. Such
+    a line is no header and no key, whatever it spells."""
+    out, quote, depth = [], None, 0   # the open multi-line string's delimiter; open arrays
+    for line in lines:
+        out.append(quote is not None or depth > 0)
+        if quote is None and depth == 0 and line.lstrip().startswith("["):
+            continue                  # a header: its brackets are its own
+        i, n = 0, len(line)
+        while i < n:
+            if quote is not None:     # to the end of the multi-line string, if on this line
+                j = _closing(line, i, quote)
+                if j < 0:
+                    break
+                i, quote = j, None
+                continue
+            c = line[i]
+            if c == "#":
+                break
+            if line.startswith('"""', i) or line.startswith("'''", i):
+                quote, i = line[i:i + 3], i + 3
+            elif c == '"':
+                i = _closing(line, i + 1, '"')
+                i = n if i < 0 else i
+            elif c == "'":
+                j = line.find("'", i + 1)
+                i = n if j < 0 else j + 1
+            else:
+                depth += (c == "[") - (c == "]" and depth > 0)
+                i += 1
+    return out
+
+
+def _closing(line, i, quote):
+    """Where a string closed by `quote` that goes on at line[i] ends (after
+    the quote; a multi-line one may end in up to two more quote marks); -1
+    when it goes on past the line. A backslash escapes in basic strings."""
+    while i < len(line):
+        if quote != "'''" and line[i] == "\\":
+            i += 2
+        elif line.startswith(quote, i):
+            i += len(quote)
+            if len(quote) == 3:
+                for _ in range(2):
+                    i += line.startswith(quote[0], i)
+            return i
+        else:
+            i += 1
+    return -1
 
 
 def _header_keys(s, close):

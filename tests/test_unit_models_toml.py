@@ -193,11 +193,26 @@ def test_lines_in_a_multiline_string_that_start_like_headers_are_passed_over():
     assert _error(text) == "models.toml:9:9: [openai.m] 'input' is not a number (a string)"
 
 
-@pytest.mark.xfail(strict=True, reason="the error locator searches the text line by line, so a line inside a "
-                   "multi-line string that spells the table's header is taken for the header")
 def test_a_header_spelt_inside_a_multiline_string_is_not_the_header():
     text = '[openai.x]\nnote = \'\'\'\n[openai.m]\n\'\'\'\n[openai.m]\ninput = "x"\n'
     assert _error(text) == "models.toml:6:9: [openai.m] 'input' is not a number (a string)"
+    # in a basic one, past an escaped delimiter, ended by more quote marks; in an array
+    text = ('[openai.x]\nnote = """\n[openai.m]\n\\""" [openai.m]\n[openai.m]\n"""""\n'
+            'list = [\n  [1],\n  "]",\n  [2]]\n[openai.m] # """ a comment\ninput = "x"\n')
+    assert _error(text) == "models.toml:12:9: [openai.m] 'input' is not a number (a string)"
+
+
+def test_a_key_spelt_inside_a_multiline_value_is_not_the_key():
+    text = ('[openai.m]\nnote = \'\'\'\ninput = 1\n[x]\n\'\'\'\nother = [\n"a",\n]\n'
+            'input = "x"\n')
+    assert _error(text) == "models.toml:9:9: [openai.m] 'input' is not a number (a string)"
+
+
+def test_in_value_marks_the_lines_inside_multiline_strings_and_arrays():
+    lines = ['[a]', 'x = """', '[b]', 'q \\""" still', '"""', "y = [", " [1],", ' "]",', "]",
+             "z = 'a' # [", "w = '''one'''''", "[[c]]", "v = '''", "\\", "'''"]
+    assert models_toml._in_value(lines) == [False, False, True, True, True, False, True, True, True,
+                                            False, False, False, False, True, True]
 
 
 def test_header_keys_in_every_spelling():

@@ -394,8 +394,7 @@ class _File:
         """Write one entry's line durably (held: the lock is taken)."""
         start = self.size
         try:
-            files.write_all(self.fd, data)
-            os.fdatasync(self.fd)
+            files.write_durably(self.fd, data)
         except OSError as e:
             self._cut_back(start, e)
         self.ids[obj["id"]] = index.node(obj, start, start + len(data))

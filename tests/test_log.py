@@ -245,20 +245,23 @@ def test_every_line_is_fsynced_before_its_echo(isolated, tmp_path):
     f = session_file(isolated)
     data = b"".join(msg(f"2000000{i}", None, "user", f"durable {i}") for i in range(3))
     trace = tmp_path / "trace"
-    p = subprocess.run(["strace", "-f", "-qq", "-s", "4096", "-e", "trace=write,fsync,fdatasync", "-o", str(trace),
+    p = subprocess.run(["strace", "-f", "-qq", "-s", "4096", "-e", "trace=write,pwritev2,fsync,fdatasync", "-o", str(trace),
                         shutil.which("panto-log"), "append", f], input=data, capture_output=True)
     if p.returncode != 0 and b"ptrace" in p.stderr:
         pytest.skip("ptrace not permitted here")
     ok(p)
-    calls = [l for l in trace.read_text().splitlines() if re.search(r"\b(write|fsync|fdatasync)\(", l)]
-    # the order per line: write(file fd, line) -> f(data)sync(file fd) -> write(1, ... line ...)
+    calls = [l for l in trace.read_text().splitlines() if re.search(r"\b(write|pwritev2|fsync|fdatasync)\(", l)]
+    # the order per line: write(file fd, line) -> f(data)sync(file fd) -> write(1, ... line ...),
+    # or pwritev2(file fd, line, RWF_DSYNC), the write synced as it is made, -> write(1, ...)
     # (lines that arrive together are echoed together, after the last one's sync)
     seq = []
     for l in calls:
-        m = re.search(r"(write|fsync|fdatasync)\((\d+)", l)
-        if m.group(1) == "write" and "durable" in l:
+        m = re.search(r"(write|pwritev2|fsync|fdatasync)\((\d+)", l)
+        if m.group(1) in ("write", "pwritev2") and "durable" in l:
             held = {i for i in range(3) if f"durable {i}" in l}
             seq.append(("w1" if m.group(2) == "1" else "wf", held))
+            if m.group(1) == "pwritev2" and "RWF_DSYNC" in l:
+                seq.append(("sync", set()))
         elif m.group(1) in ("fsync", "fdatasync"):
             seq.append(("sync", set()))
     assert sum(1 for s, _ in seq if s == "wf") == 3, seq

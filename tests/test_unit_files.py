@@ -54,6 +54,27 @@ def test_write_all_writes_every_byte(tmp_path):
     assert path.read_bytes() == b"abc" + b"0123456789" * 100_000
 
 
+@pytest.mark.parametrize("one_call", [True, False])
+def test_write_durably_appends_every_byte(tmp_path, monkeypatch, one_call):
+    """pwritev2 with RWF_DSYNC where the system has it, else write and fdatasync: the same bytes."""
+    if not one_call:
+        monkeypatch.setattr(files, "_dsync", False)
+    path = tmp_path / "session"
+    path.write_bytes(b"first\n")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    other = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        files.write_durably(fd, b"abc\n")
+        os.write(other, b"from another descriptor\n")     # the end moved: still written at the end
+        files.write_durably(fd, memoryview(b"0123456789" * 100_000 + b"\n"))
+        files.write_durably(fd, b"")
+    finally:
+        os.close(fd)
+        os.close(other)
+    assert path.read_bytes() == (b"first\nabc\nfrom another descriptor\n" + b"0123456789" * 100_000 + b"\n")
+    assert files._dsync is (one_call and hasattr(os, "RWF_DSYNC"))
+
+
 def test_write_all_finishes_a_short_write():
     """A signal that interrupts a blocked write to a full pipe makes it return
     short; write_all writes the rest (the reader starts only then)."""

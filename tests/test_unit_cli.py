@@ -340,3 +340,25 @@ def test_guard_fds_puts_dev_null_on_closed_standard_descriptors(monkeypatch):
         for fd, copy in zip((0, 1, 2), saved):
             os.dup2(copy, fd)
             os.close(copy)
+
+
+def test_leave_runs_the_atexit_functions_and_flushes_without_a_teardown(tmp_path):
+    """launch.leave: the status, every buffered byte of stdout and stderr, the
+    atexit functions; the interpreter's teardown (here, a finalizer) is skipped."""
+    import subprocess
+
+    ran = tmp_path / "ran"
+    code = ("import atexit, sys\n"
+            "from pantolib import launch\n"
+            "atexit.register(lambda: open(sys.argv[1], 'w').write('atexit'))\n"
+            "class Finalized:\n"
+            "    def __del__(self):\n"
+            "        print('teardown', file=sys.stderr)\n"
+            "kept = Finalized()\n"
+            "sys.stdout.write('x' * 100000)\n"
+            "sys.stderr.write('last words')\n"
+            "launch.leave(3)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(ran)], capture_output=True)
+    assert p.returncode == 3
+    assert p.stdout == b"x" * 100000 and p.stderr == b"last words"
+    assert ran.read_text() == "atexit"

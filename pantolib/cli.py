@@ -34,25 +34,23 @@ def parse(doc, argv=None, version=True, memo=None):
     imports docopt nor parses (about 15 ms of a report's start). A parse with
     --no-cache is not remembered, as the command leaves the caches alone."""
     args = sys.argv[1:] if argv is None else list(argv)
-    key = None
-    if memo is not None:
-        from pantolib import cache
+    if memo is None:
+        return _docopt(doc, args, version)
+    import marshal
 
-        key = cache.key(doc, args, _installed())
-        got = cache.recall(memo, key)
-        if got is not None and not got[1] and got[2] == 0:
-            import marshal
+    from pantolib import cache
 
-            try:
-                parsed = marshal.loads(got[0])
-            except (ValueError, EOFError, TypeError):
-                parsed = None
-            if type(parsed) is dict:
-                return parsed
+    key = cache.key(doc, args, _installed())
+    got = cache.recall(memo, key)    # (the parse's marshal bytes, no notes, status 0)
+    if got is not None:
+        try:
+            parsed = marshal.loads(got[0])
+        except (ValueError, EOFError, TypeError):
+            parsed = None
+        if type(parsed) is dict:
+            return parsed
     parsed = _docopt(doc, args, version)
-    if key is not None and not parsed.get("--no-cache"):
-        import marshal
-
+    if not parsed.get("--no-cache"):
         cache.remember(memo, key, marshal.dumps(dict(parsed), 0), [], 0)
     return parsed
 

@@ -42,13 +42,12 @@ MEMO_DOC = DOC.replace("[--level=N] FILE", "[--level=N] [--no-cache] FILE").repl
 
 def _parse_in_a_process(argv, doc=MEMO_DOC, env=None):
     """cli.parse with a memo in a fresh interpreter: (its answer, whether docopt was imported)."""
+    import json
     import subprocess
 
     code = ("import sys, json; from pantolib import cli; "
             "a = cli.parse(sys.argv[1], json.loads(sys.argv[2]), memo='try-args.memo'); "
             "print(json.dumps([a, 'docopt' in sys.modules]))")
-    import json
-
     p = subprocess.run([sys.executable, "-c", code, doc, json.dumps(argv)], capture_output=True,
                        env=env, check=True)
     return json.loads(p.stdout)

@@ -69,12 +69,7 @@ def run(name, argv=None):
             if not ignored:
                 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
 
-    status = cli.run(name, guarded, list(argv))
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, OSError, ValueError):
-        cli.silence_stdout()
-    leave(status)
+    leave(cli.run(name, guarded, list(argv)))
 
 
 def leave(status):
@@ -83,7 +78,8 @@ def leave(status):
     of its 70 there), and a teardown while panto-send's network thread is in
     an import can crash. What a teardown would do that matters is done here:
     the atexit functions (panto-send's wait for that thread; coverage's data)
-    and the flush of stdout and stderr. Nothing panto writes waits for one:
+    and the flush of stdout and stderr (what cli.run did not flush after an
+    error; a flush that fails then has nobody to tell). Nothing panto writes waits for one:
     sessions and caches are written and closed where they are made, and no
     object of panto has a finalizer."""
     import atexit

@@ -428,7 +428,18 @@ def read_ahead(batches, depth=4):
     same order; what the iterator raises is raised here, after every item
     before it. The thread holds `depth` items at most, so it is mostly
     waiting for room, not holding the interpreter when the caller is back
-    from the disk. It never takes a signal (only the main thread does)."""
+    from the disk. It never takes a signal (only the main thread does).
+
+    The first item is taken in the caller's thread, and the thread (with
+    its imports) starts only when a second is asked for: a stream that
+    comes in one read pays nothing for it, and a later one pays while it
+    waits for its input anyway."""
+    batches = iter(batches)
+    for item in batches:
+        yield item
+        break
+    else:
+        return
     import queue
     import threading
 

@@ -595,7 +595,9 @@ def test_read_ahead_yields_the_same_items_then_what_was_raised_from_another_thre
         for item in stream.read_ahead(items()):
             got.append(item)
     assert got == [[k] for k in range(50)]
-    assert where and all(t is not threading.current_thread() for t in where)
+    # the first in the caller's thread, every later one in the reading thread
+    assert where[0] is threading.current_thread()
+    assert len(where) == 50 and all(t is not threading.current_thread() for t in where[1:])
     assert list(stream.read_ahead(iter([]))) == []
 
 
@@ -611,13 +613,14 @@ def test_read_ahead_holds_at_most_depth_items():
             yield k
 
     it = stream.read_ahead(items(), depth=3)
-    assert next(it) == 0
+    assert next(it) == 0 and taken == [0]     # taken by the caller: no thread yet
+    assert next(it) == 1                      # the thread starts
     for _ in range(5000):   # until the thread has filled the queue and waits for room
-        if len(taken) >= 5:
+        if len(taken) >= 6:
             break
         consumed.wait(0.002)
-    # 0 handed out, 1-3 queued, 4 taken and waiting for room: never more, however long
-    assert len(taken) == 5
+    # 0 and 1 handed out, 2-4 queued, 5 taken and waiting for room: never more, however long
+    assert len(taken) == 6
     consumed.wait(0.05)
-    assert len(taken) == 5
-    assert list(it) == list(range(1, 20))
+    assert len(taken) == 6
+    assert list(it) == list(range(2, 20))

@@ -631,3 +631,119 @@ class Writer:
         if self.file is not None:
             self.file.close()
             self.file = None
+
+
+class Batch:
+    """Many entries of one session written at once (panto-log import --all):
+    a new file through deferred atomic creation (§4: nothing until an
+    assistant entry, then header and entries whole), or entries added to an
+    existing file under its flock with ONE fdatasync at the end (`finish`),
+    not one per line. Entries whose id the file has are left out. A crash
+    before `finish` can leave unsynced lines or a torn last line: the next
+    open recovers the file (a torn tail is cut) and the lines come again,
+    recognised by id. (Lines from a stream go through Writer: durable one
+    by one.)"""
+
+    LIMIT = 32 << 20        # bytes held in memory while the file is not created yet
+
+    def __init__(self, path, header, header_raw, env=None, warn=None):
+        self.path, self.env, self.warn = path, env, warn or (lambda message: None)
+        self.header, self.header_raw = header, header_raw
+        self.file = None
+        self.pending = [(header_raw, None)] if header_raw is not None else []
+        self.pending_size = 0
+        self.ids = set()
+        self.assistant = False
+        self.buf, self.buf_size = [], 0
+        self.written = 0
+        if os.path.lexists(path):
+            self._open()
+        elif header_raw is None:
+            raise PantoError(f"'{path}' does not exist and there is no session header to start it with")
+
+    def _open(self):
+        self.file = f = _File.open(self.path, self.env, self.warn)
+        if self.header is not None and f.header.get("id") != self.header.get("id"):
+            self.close()
+            raise PantoError(f"'{self.path}' is session {f.header.get('id')}, not {self.header.get('id')}: "
+                             f"refusing to mix them")
+        if not f.hold():
+            self.close()
+            raise PantoError(f"'{self.path}' was replaced while opening it; try again")
+
+    def has(self, entry_id):
+        return entry_id in self.ids or (self.file is not None and entry_id in self.file.ids)
+
+    def add(self, raw, obj):
+        """One entry's line (bytes with its line feed); False when the session has it."""
+        eid = obj["id"]
+        if self.has(eid):
+            return False
+        if self.file is None:
+            self.ids.add(eid)
+            self.pending.append((raw, obj))
+            self.pending_size += len(raw)
+            self.assistant = self.assistant or stream.is_assistant(obj)
+            if self.assistant and self.pending_size > self.LIMIT:
+                self._create()
+            return True
+        f = self.file
+        f.ids[eid] = index.node(obj, f.size + self.buf_size, f.size + self.buf_size + len(raw))
+        f.leaf = eid
+        self.buf.append(raw)
+        self.buf_size += len(raw)
+        self.written += 1
+        if self.buf_size >= 1 << 20:
+            self._flush()
+        return True
+
+    def _flush(self):
+        f = self.file
+        if self.buf:
+            start = f.size
+            try:
+                files.write_all(f.fd, b"".join(self.buf))
+            except OSError as e:
+                f._cut_back(start, e)
+            f.size += self.buf_size
+            f.lines += len(self.buf)
+            f.dirty = True
+            self.buf, self.buf_size = [], 0
+
+    def _create(self):
+        data = b"".join(raw for raw, _ in self.pending)
+        if files.create(self.path, data, "could not create the session file"):
+            self.written += len(self.pending) - 1
+            self.file = _File.created(self.path, self.header, self.header_raw, {}, self.pending, self.env)
+            self.file.hold()
+            self.pending, self.ids = [], set()
+            return
+        # created meanwhile by another writer: add what it lacks
+        waiting, self.pending, self.ids = self.pending[1:], [], set()
+        files.wait_for_content(self.path)
+        self._open()
+        for raw, obj in waiting:
+            self.add(raw, obj)
+
+    def finish(self):
+        """Make everything added durable: create the file (when an assistant
+        entry came), or write what is buffered and fdatasync once. Returns the
+        number of entries written; None when the session is still deferred
+        (no assistant entry yet: nothing was written)."""
+        if self.file is None:
+            if not self.assistant:
+                return None
+            self._create()
+        else:
+            self._flush()
+            if self.written:
+                try:
+                    os.fdatasync(self.file.fd)
+                except OSError as e:
+                    raise files.failed(self.path, e, "could not make the session durable") from None
+        return self.written
+
+    def close(self):
+        if self.file is not None:
+            self.file.close()
+            self.file = None

@@ -251,3 +251,44 @@ def text_of(content):
     import orjson
 
     return orjson.dumps(content).decode()
+
+
+CHUNK = 1 << 20
+
+
+def records(f, start=0):
+    """The complete lines of a binary file from byte `start`, streamed:
+    (line number from `start`, offset of the line, offset after it, the line
+    without its line feed). A last line without a line feed is still being
+    written: it is not yielded. Memory is one chunk and one line."""
+    f.seek(start)
+    offset, n, rest = start, 0, b""
+    while True:
+        chunk = f.read(CHUNK)
+        if not chunk:
+            return
+        data = rest + chunk if rest else chunk
+        p = 0
+        find = data.find
+        while True:
+            e = find(b"\n", p)
+            if e < 0:
+                break
+            n += 1
+            yield n, offset + p, offset + e + 1, data[p:e]
+            p = e + 1
+        offset += p
+        rest = data[p:]
+
+
+def parse(raw):
+    """A record line as a dict, or the reason it is not one (a str)."""
+    import orjson
+
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        return f"not valid JSON ({str(e).split(':')[0]})"
+    if type(obj) is not dict:
+        return "not a JSON object"
+    return obj

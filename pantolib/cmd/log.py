@@ -6,6 +6,8 @@ Usage:
   panto-log tree [--json] [SESSION | --last | -]
   panto-log show [--at=ID | --all] [SESSION | --last | -]
   panto-log name TITLE [SESSION | --last]
+  panto-log import [--from=AGENT] [--session=ID] [-v] FILE
+  panto-log import --all [--from=AGENT]... [--dry-run] [-v]
   panto-log -h | --help
   panto-log --version
 
@@ -26,6 +28,10 @@ Commands:
   show          The active path (or --at ID's path, or --all entries) as
                 Markdown for people; `-` reads a stream on stdin.
   name          Name the session: append a sessionInfo entry with TITLE.
+  import        Print the panto stream of another agent's session FILE
+                (claude-code, codex, pi, opencode); with --all, bring every
+                session of every agent found into panto's sessions, read on
+                from where the last import stopped (see panto-log(1)).
 
 Options:
   --no-repair   Read without cutting a torn tail; say on stderr what would go.
@@ -38,6 +44,11 @@ Options:
   --json        One JSON object per entry instead of tab-separated lines.
   --all         Every entry in file order, not just the active path.
   --last        The session of this directory with the most recent activity.
+  --from=AGENT  The agent: claude-code, codex, pi or opencode (import FILE:
+                detected from the content; --all: every agent, or those named).
+  --session=ID  The session in FILE when FILE holds several (opencode's database).
+  --dry-run     Read and count, write nothing.
+  -v            Name every malformed line skipped.
   -h --help     Show this help.
   --version     Show the version.
 """
@@ -70,6 +81,8 @@ def main(argv=None):
         return show(args["SESSION"], args["--at"], args["--all"])
     if args["name"]:
         return name(args["TITLE"], args["SESSION"])
+    if args["import"]:
+        return import_(args)
     if args["--context"]:
         return replay_context(args["SESSION"], args["--no-repair"], args["--at"], args["--skip-bad"])
     return replay(args["SESSION"], args["--no-repair"], args["--at"], args["--skip-bad"])
@@ -456,6 +469,28 @@ def show(arg, at, every):
             write(transcript.entry(line.obj))
         elif line.kind == stream.BARE and at is None:   # to be appended after the leaf
             write(transcript.entry(line.obj))
+    return cli.OK
+
+
+def import_(args):
+    from pantolib import importing
+
+    def warn(message):
+        cli.warn(NAME, message)
+
+    if args["--all"]:
+        if args["--session"]:
+            from pantolib.errors import UsageError
+
+            raise UsageError("--session names a session in FILE; --all imports every session")
+        names = args["--from"] if isinstance(args["--from"], list) else [args["--from"]] if args["--from"] else []
+        summary = importing.everything(names, args["--dry-run"], args["-v"], warn)
+        warn(summary.line(args["--dry-run"]))
+        return cli.FAIL if summary.failed else cli.OK
+    agent = args["--from"]
+    agent = agent[0] if isinstance(agent, list) and agent else agent or None
+    importing.one(args["FILE"], agent, args["--session"], cli.stdout(),
+                  warn, args["-v"])
     return cli.OK
 
 

@@ -1,0 +1,395 @@
+"""panto-log import: other agents' sessions as panto sessions (SPEC §12).
+
+`one` prints the panto stream of one source session; `everything` brings
+every session of the agents found into panto's sessions directory,
+incrementally: each source is read on from where the last run stopped
+(remembered per source under $XDG_STATE_HOME/panto/import/: its device,
+inode, size, the offset reached, a CRC-32 of the 4 KiB before it and the
+reader's state), and each panto file gets its new entries with one
+fdatasync (session.Batch); the remembered offset is saved only after that.
+A run in which no source changed only stats them (the identities of the
+last run are kept together in one index file) and writes nothing.
+
+A response copied into several files is paid once: the first copy imported
+keeps its usage, later ones carry "billedIn" (the session that paid). Which
+response was imported where is kept in a small SQLite table beside the
+offsets, updated after each file's sync.
+"""
+import os
+
+from pantolib import agents, cache, paths
+from pantolib.errors import PantoError
+
+VERSION = 1
+HEAD = 64 * 1024
+TAIL = 4096
+
+
+# -- what is remembered per source ------------------------------------------------
+
+
+def _dir(env=None):
+    return os.path.join(paths.state_dir(env), "import")
+
+
+def _record_path(source, env=None):
+    import hashlib
+
+    return os.path.join(_dir(env), hashlib.blake2b(source.encode("utf-8", "surrogateescape"),
+                                                   digest_size=16).hexdigest() + ".json")
+
+
+def load(source, env=None):
+    """The record remembered for a source (a dict), or None."""
+    data = cache.load(_record_path(source, env), VERSION)
+    return data if type(data) is dict and data.get("source") == source else None
+
+
+def save(source, record, env=None):
+    """Remember a source's record (JSON-able), atomically, 0600 in 0700."""
+    return cache.save(_record_path(source, env), VERSION, dict(record, source=source))
+
+
+def _index_path(env=None):
+    return os.path.join(_dir(env), "index.json")
+
+
+def load_index(env=None):
+    data = cache.load(_index_path(env), VERSION)
+    return data if type(data) is dict else {}
+
+
+def save_index(index, env=None):
+    return cache.save(_index_path(env), VERSION, index)
+
+
+def _file_of(source):
+    """The file a source lives in (an opencode session is DATABASE#ID)."""
+    if "#" in source and not os.path.exists(source):
+        return source.rsplit("#", 1)[0]
+    return source
+
+
+def identity(st):
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _crc_before(path, end):
+    import zlib
+
+    with open(path, "rb") as f:
+        f.seek(max(0, end - TAIL))
+        return zlib.crc32(f.read(min(end, TAIL)))
+
+
+def resume_point(source, rec, st):
+    """(start, state) to read a source on from: the remembered end when the
+    file is the same one and only grew (device, inode, not shorter, the same
+    bytes before the offset); else (0, None): read again from the top."""
+    if rec is None or type(rec.get("end")) is not int:
+        return 0, None
+    if [rec.get("dev"), rec.get("ino")] != [st.st_dev, st.st_ino]:
+        return 0, None
+    file = _file_of(source)
+    if file == source:
+        if st.st_size < rec["end"]:
+            return 0, None
+        try:
+            if _crc_before(file, rec["end"]) != rec.get("crc"):
+                return 0, None
+        except OSError:
+            return 0, None
+    return rec["end"], rec.get("state")
+
+
+# -- which agent --------------------------------------------------------------------
+
+
+def available(names=agents.AGENTS):
+    """(name, module) of each agent whose importer is installed."""
+    out = []
+    for name in names:
+        try:
+            out.append((name, agents.module(name)))
+        except ImportError:
+            continue
+    return out
+
+
+def detect(path, agent=None):
+    """The module of the agent whose session file `path` is (named, or sniffed)."""
+    if agent is not None:
+        if agent not in agents.AGENTS:
+            raise PantoError(f"unknown agent '{agent}' (one of {', '.join(agents.AGENTS)})")
+        found = available([agent])
+        if not found:
+            raise PantoError(f"no importer for '{agent}' is installed")
+        return found[0][1]
+    with open(path, "rb") as f:
+        head = f.read(HEAD)
+    for _, mod in available():
+        if mod.sniff(head):
+            return mod
+    raise PantoError(f"{path}: not a session file of claude-code, codex, pi or opencode")
+
+
+# -- one source to stdout ----------------------------------------------------------
+
+
+def one(path, agent, session_id, out, warn, verbose):
+    """Print the panto stream of the session in `path`."""
+    import stat
+
+    from pantolib import stream
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise PantoError(f"'{path}': no such file") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise PantoError(f"'{path}' is a directory, not a session file")
+    mod = detect(path, agent)
+    path = os.path.abspath(path)
+    source = path if session_id is None else f"{path}#{session_id}"
+    reader = mod.Reader(source)
+    buf, size = [], 0
+    for obj in reader:
+        obj.pop("_billing", None)
+        data = stream.dumps(obj)
+        buf.append(data)
+        size += len(data)
+        if size >= 1 << 16:
+            out.write(b"".join(buf))
+            buf, size = [], 0
+    out.write(b"".join(buf))
+    _report_bad(path, reader, warn, verbose)
+
+
+def _report_bad(path, reader, warn, verbose):
+    if not reader.bad:
+        return
+    if verbose:
+        for n, why in reader.bad:
+            warn(f"{path}:{n}: {why}; skipped")
+    else:
+        n = len(reader.bad)
+        warn(f"{path}: {n} malformed line{'s' if n != 1 else ''} skipped (-v names them)")
+
+
+# -- who paid for a response ---------------------------------------------------------
+
+
+class Billing:
+    """Which session paid for each API response imported (SQLite, opened on
+    first use): the first session a response is imported into keeps its
+    usage; a copy elsewhere is written with billedIn. Known by (message id,
+    request id), and by message id alone when a copy is in a sidechain."""
+
+    def __init__(self, env=None):
+        self.env, self.db = env, None
+
+    def _open(self):
+        import sqlite3
+
+        from pantolib import files
+
+        d = _dir(self.env)
+        files.make_dirs(d)
+        os.chmod(d, 0o700)
+        path = os.path.join(d, "billing.sqlite")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        try:
+            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("CREATE TABLE IF NOT EXISTS paid (key TEXT PRIMARY KEY, session TEXT NOT NULL)")
+        except sqlite3.DatabaseError:
+            # unreadable: start it again (what it knew is lost, not what the sessions hold)
+            self.db = None
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(path + suffix)
+                except OSError:
+                    pass
+            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("CREATE TABLE paid (key TEXT PRIMARY KEY, session TEXT NOT NULL)")
+        self.db.execute("BEGIN")
+
+    def _get(self, key):
+        row = self.db.execute("SELECT session FROM paid WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def payer(self, billing, sid):
+        """The session that paid for this response (sid when it is the first)."""
+        if self.db is None:
+            self._open()
+        mid, rid, side = (list(billing) + [None, None, False])[:3]
+        mid = str(mid)
+        if side:
+            other = self._get("m:" + mid)
+        else:
+            other = self._get(f"p:{mid}\0{rid}") or self._get("s:" + mid)
+        if other is not None:
+            return other
+        keys = [(f"p:{mid}\0{rid}", sid), ("m:" + mid, sid)] + ([("s:" + mid, sid)] if side else [])
+        self.db.executemany("INSERT OR IGNORE INTO paid VALUES (?, ?)", keys)
+        return sid
+
+    def commit(self):
+        if self.db is not None:
+            self.db.execute("COMMIT")
+            self.db.execute("BEGIN")
+
+    def close(self):
+        if self.db is not None:
+            self.db.execute("COMMIT")
+            self.db.close()
+            self.db = None
+
+
+# -- every source into session files -------------------------------------------------
+
+
+class Summary:
+    def __init__(self):
+        self.new = self.grown = self.unchanged = self.entries = 0
+        self.skipped = {}
+        self.bad = 0
+        self.failed = 0
+
+    def line(self, dry_run):
+        sessions = self.new + self.grown + self.unchanged
+        verb = "would add" if dry_run else "added"
+        s = (f"{sessions} session{'s' if sessions != 1 else ''} ({self.new} new, {self.grown} grown, "
+             f"{self.unchanged} unchanged), {verb} {self.entries} entr{'ies' if self.entries != 1 else 'y'}")
+        if self.skipped:
+            parts = ", ".join(f"{k} {v}" for k, v in sorted(self.skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+            s += f"; skipped: {parts}"
+        if self.bad:
+            s += f"; {self.bad} malformed line{'s' if self.bad != 1 else ''}"
+        if self.failed:
+            s += f"; {self.failed} source{'s' if self.failed != 1 else ''} failed"
+        return s
+
+
+def everything(names, dry_run, verbose, warn, env=None):
+    """Import every source of the named agents (all when empty); the summary."""
+    env = os.environ if env is None else env
+    summary = Summary()
+    old = load_index(env)
+    index = {}
+    billing = Billing(env)
+    try:
+        for name, mod in available(names or agents.AGENTS):
+            try:
+                found = mod.find(env) if hasattr(mod, "find") else mod.sources(env)
+            except OSError as e:
+                warn(f"{name}: {e.filename or ''}: {e.strerror or e}; its sessions were left out")
+                summary.failed += 1
+                continue
+            changed = []
+            for source in found:
+                try:
+                    st = os.stat(_file_of(source))
+                except OSError:
+                    continue
+                ident = identity(st)
+                if old.get(source) == ident:
+                    index[source] = ident
+                    summary.unchanged += 1
+                else:
+                    changed.append((source, st))
+            if hasattr(mod, "order") and len(changed) > 1:
+                stats = dict(changed)
+                changed = [(s, stats[s]) for s in mod.order(list(stats))]
+            for source, st in changed:
+                try:
+                    ok = _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
+                except (PantoError, OSError) as e:
+                    warn(f"{source}: {getattr(e, 'strerror', None) or e}")
+                    summary.failed += 1
+                    continue
+                if ok and not dry_run:
+                    index[source] = identity(st)
+    finally:
+        if not dry_run:
+            billing.close()
+            save_index(index, env)
+        else:
+            billing.db = None
+    return summary
+
+
+def _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, env):
+    """Bring one source in; True when its record was saved (or nothing to save)."""
+    from pantolib import session, stream
+
+    rec = load(source, env)
+    start, state = resume_point(source, rec, st)
+    target = rec.get("session") if rec and start else None
+    if start and not (isinstance(target, str) and os.path.lexists(target)):
+        start, state, target = 0, None, None      # the panto file is gone: make it again
+    reader = mod.Reader(source, start, state)
+    batch = None
+    sid = rec.get("sid") if rec and start else None
+    added = 0
+    deferred = False
+    try:
+        for obj in reader:
+            if obj.get("type") == "session":
+                sid = obj["id"]
+                target = paths.session_path(obj, env)
+                if not dry_run:
+                    batch = session.Batch(target, obj, stream.dumps(obj), env=env, warn=warn)
+                continue
+            if batch is None and not dry_run:
+                if target is None:
+                    raise PantoError("the source gave entries before its session header")
+                batch = session.Batch(target, None, None, env=env, warn=warn)
+            b = obj.pop("_billing", None)
+            if b is not None and sid is not None:
+                payer = billing.payer(b, sid) if not dry_run else sid
+                if payer != sid:
+                    m = obj["message"]
+                    m.pop("usage", None)
+                    m["billedIn"] = payer
+            if dry_run:
+                added += 1
+            elif batch.add(stream.dumps(obj), obj):
+                added += 1
+        if batch is not None:
+            written = batch.finish()
+            deferred = written is None
+    finally:
+        if batch is not None:
+            batch.close()
+    for k, v in reader.skipped.items():
+        summary.skipped[k] = summary.skipped.get(k, 0) + v
+    summary.bad += len(reader.bad)
+    if reader.bad:
+        _report_bad(source, reader, warn, verbose)
+    if deferred:
+        added = 0
+    summary.entries += added
+    if start == 0 and added:
+        summary.new += 1
+    elif added:
+        summary.grown += 1
+    else:
+        summary.unchanged += 1
+    if dry_run:
+        return False
+    billing.commit()
+    if deferred:
+        # no assistant entry yet: nothing written; read it again from the top once it changes
+        record = {"dev": st.st_dev, "ino": st.st_ino, "end": 0, "crc": 0, "state": None, "session": None,
+                  "sid": None}
+    else:
+        file = _file_of(source)
+        crc = _crc_before(file, reader.end) if file == source else 0
+        record = {"dev": st.st_dev, "ino": st.st_ino, "end": reader.end, "crc": crc, "state": reader.state,
+                  "session": target, "sid": sid}
+    return save(source, record, env)

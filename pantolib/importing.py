@@ -317,7 +317,8 @@ def everything(names, dry_run, verbose, warn, env=None):
     finally:
         if not dry_run:
             billing.close()
-            save_index(index, env)
+            if index != old:
+                save_index(index, env)
         else:
             billing.db = None
     return summary

@@ -8,6 +8,8 @@ import subprocess
 import pytest
 
 LEAKY_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PANTO_")
+# other agents' folders (panto-log import): a test never reads the real ones
+AGENT_HOMES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "OPENCODE_DATA_DIR")
 
 # The price table of the seed's pricing tests (its figures x 10^4 in picodollars).
 SEED_TOML = """\
@@ -31,7 +33,7 @@ output = 0.6
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
     for key in list(os.environ):
-        if key.startswith(LEAKY_PREFIXES):
+        if key.startswith(LEAKY_PREFIXES) or key in AGENT_HOMES:
             monkeypatch.delenv(key)
     home = tmp_path / "home"
     work = tmp_path / "work"

@@ -1,0 +1,180 @@
+"""panto-log import --all (SPEC §12): every agent's sessions into panto's
+sessions directory, incrementally, each response paid once, and a kill -9 at
+any moment followed by a clean run leaves every session whole, nothing twice."""
+import os
+import shutil
+import signal
+import subprocess
+
+import orjson
+import pytest
+from builders import lines, read
+from conftest import assert_clean_error, log
+from fixtures.records import (CC_SID, CX_SID, cc_assistant, cc_path, cc_session, cc_text, cc_usage, cc_user,
+                              cx_path, cx_session, write)
+
+B_SID = "22222222-2222-4333-8444-555555555555"
+
+
+@pytest.fixture
+def agents_home(isolated, monkeypatch):
+    home = os.environ["HOME"]
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", os.path.join(home, "claude"))
+    monkeypatch.setenv("CODEX_HOME", os.path.join(home, "codex"))
+    return home
+
+
+def session_file(sid, cwd):
+    from pantolib import paths
+    return os.path.join(paths.session_dir(cwd), f"{sid}.jsonl")
+
+
+def run_all(*extra, env=None):
+    p = log("import", "--all", *extra, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr.decode()
+    return p.stderr.decode().strip().splitlines()[-1]
+
+
+def snapshot(*roots):
+    out = {}
+    for root in roots:
+        for d, _, files in os.walk(root):
+            for n in files:
+                p = os.path.join(d, n)
+                st = os.stat(p)
+                out[p] = (read(p), st.st_mtime_ns, st.st_ino)
+    return out
+
+
+def test_every_session_into_its_own_cwd_then_nothing_changed_writes_nothing(agents_home):
+    a = write(cc_path(agents_home), cc_session(n=2))
+    write(cc_path(agents_home, B_SID, "-home-u-other"), cc_session(B_SID, n=1, cwd="/home/u/other"))
+    x = write(cx_path(agents_home), cx_session(n=2))
+    summary = run_all()
+    assert summary.startswith("panto-log: 3 sessions (3 new, 0 grown, 0 unchanged), added 10 entries; skipped: ")
+    assert "split line 3" in summary and "turn_context 1" in summary
+    for sid, cwd, src in ((CC_SID, "/home/u/proj", a), (CX_SID, "/home/u/cx", x)):
+        path = session_file(sid, cwd)
+        assert read(path) == log("import", src).stdout      # the file is the import's stream
+        assert os.stat(path).st_mode & 0o777 == 0o600
+        assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
+    assert os.path.exists(session_file(B_SID, "/home/u/other"))
+    state = os.path.join(os.environ["XDG_STATE_HOME"], "panto")
+    before = snapshot(os.environ["PANTO_SESSION_DIR"], state)
+    assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in before if p.startswith(state) and
+               not p.endswith(("-wal", "-shm")))
+    assert run_all() == "panto-log: 3 sessions (0 new, 0 grown, 3 unchanged), added 0 entries"
+    assert snapshot(os.environ["PANTO_SESSION_DIR"], state) == before
+    # the other commands see them
+    ls = subprocess.run(["panto-ls", "--all"], capture_output=True)
+    assert ls.returncode == 0 and ls.stdout.count(b"\n") == 3
+
+
+def test_a_grown_source_adds_its_new_entries_and_a_replaced_one_nothing_twice(agents_home):
+    a = cc_path(agents_home)
+    write(a, cc_session(n=2))
+    run_all()
+    path = session_file(CC_SID, "/home/u/proj")
+    old = read(path)
+    more = cc_session(n=1, start=2)
+    more[0]["parentUuid"] = "11111111-b1"
+    write(a, more, mode="ab")
+    assert run_all() == "panto-log: 1 session (0 new, 1 grown, 0 unchanged), added 2 entries; skipped: split line 1"
+    grown = read(path)
+    assert grown.startswith(old) and grown == log("import", a).stdout
+    # replaced by a shorter file with the same start, then grown again: read from the top, nothing twice
+    os.unlink(a)
+    write(a, cc_session(n=1))
+    assert "0 new, 0 grown, 1 unchanged), added 0 entries" in run_all()
+    write(a, cc_session(n=4))
+    run_all()
+    ids = [o["id"] for o in lines(read(path))[1:]]
+    assert len(ids) == len(set(ids)) == 8
+
+
+def test_a_response_copied_into_another_file_or_a_sidechain_is_paid_once(agents_home):
+    write(cc_path(agents_home), cc_session(n=2))        # first: its first record is older
+    resumed = cc_session(n=2)[:3] + cc_session(B_SID, n=1, start=5)
+    for r in resumed:
+        r["sessionId"] = B_SID
+    write(cc_path(agents_home, B_SID), resumed)
+    sub = os.path.join(os.path.dirname(cc_path(agents_home)), CC_SID, "subagents", "agent-abc.jsonl")
+    write(sub, [cc_user("s1", None, "task", ts="2025-06-01T12:00:00.000Z", isSidechain=True, agentId="abc"),
+                cc_assistant("s2", "s1", "msg_11111111_1", [cc_text("answer 1")], cc_usage(101, 21, 7),
+                             ts="2025-06-01T12:00:01.000Z", rid="req_other", isSidechain=True, agentId="abc")])
+    run_all()
+    first = lines(read(session_file(CC_SID, "/home/u/proj")))
+    second = lines(read(session_file(B_SID, "/home/u/proj")))
+    import uuid
+    agent_sid = str(uuid.uuid5(uuid.NAMESPACE_URL, "claude-code:abc"))
+    third = lines(read(session_file(agent_sid, "/home/u/proj")))
+    paid = [o["message"]["usage"] for o in first[1:] if o["message"]["role"] == "assistant"]
+    assert paid == [{"input": 100, "output": 20, "cacheRead": 7}, {"input": 101, "output": 21, "cacheRead": 7}]
+    copies = [o["message"] for o in second[1:] if o["message"]["role"] == "assistant"]
+    assert "usage" not in copies[0] and copies[0]["billedIn"] == CC_SID
+    assert copies[1]["usage"] == {"input": 105, "output": 25, "cacheRead": 7}
+    side = third[-1]["message"]
+    assert "usage" not in side and side["billedIn"] == CC_SID
+    assert third[0]["parentSession"] == CC_SID and third[0]["relation"] == "subagent"
+
+
+def test_dry_run_and_from_and_an_unreadable_agent_directory(agents_home):
+    write(cc_path(agents_home), cc_session(n=1))
+    write(cx_path(agents_home), cx_session(n=1))
+    assert run_all("--dry-run").startswith("panto-log: 2 sessions (2 new, 0 grown, 0 unchanged), would add 4")
+    assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])
+    assert not os.path.exists(os.path.join(os.environ["XDG_STATE_HOME"], "panto"))
+    assert run_all("--from=codex").startswith("panto-log: 1 session (1 new")
+    assert not os.path.exists(session_file(CC_SID, "/home/u/proj"))
+    # claude-code's projects folder cannot be listed: reported, the rest goes on
+    shutil.rmtree(os.path.join(agents_home, "claude", "projects"))
+    with open(os.path.join(agents_home, "claude", "projects"), "w") as f:
+        f.write("x")
+    p = log("import", "--all")
+    assert_clean_error(p, 1, "panto-log")
+    err = p.stderr.decode()
+    assert "claude-code:" in err and "left out" in err and "1 unchanged" in err
+
+
+def _start(env):
+    return subprocess.Popen([shutil.which("panto-log"), "import", "--all"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _count_files(root):
+    n = 0
+    for _, _, files in os.walk(root):
+        n += sum(1 for f in files if f.endswith(".jsonl"))
+    return n
+
+
+@pytest.mark.parametrize("kill_after", [0, 1, 7, 19, 33])
+def test_kill_9_at_any_moment_then_a_clean_run_leaves_every_session_whole(agents_home, tmp_path, kill_after):
+    """Killed once the Nth session file exists (0: as soon as it starts), then
+    run again: the files are byte for byte those of a run never killed."""
+    for i in range(40):
+        sid = f"{i:08x}-2222-4333-8444-555555555555"
+        recs = cc_session(sid, n=25, cwd=f"/home/u/p{i % 3}")
+        if i % 5 == 1:                       # a copy of an earlier session's first reply
+            recs[1:3] = cc_session(f"{i - 1:08x}-2222-4333-8444-555555555555", n=1)[1:3]
+            recs[1]["parentUuid"] = recs[0]["uuid"]
+        write(cc_path(agents_home, sid, f"-home-u-p{i % 3}"), recs)
+    env = dict(os.environ)
+    ref = dict(env, PANTO_SESSION_DIR=str(tmp_path / "ref"), XDG_STATE_HOME=str(tmp_path / "ref-state"))
+    assert run_all(env=ref).startswith("panto-log: 40 sessions (40 new")
+    expected = {os.path.relpath(p, ref["PANTO_SESSION_DIR"]): b for p, (b, _, _) in
+                snapshot(ref["PANTO_SESSION_DIR"]).items()}
+    root = env["PANTO_SESSION_DIR"]
+    proc = _start(env)
+    while proc.poll() is None and _count_files(root) < kill_after:
+        pass                                  # watch the files, not the clock
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL       # it was still running
+    assert b"Traceback" not in proc.stderr.read()
+    summary = run_all(env=env)
+    assert "40 sessions" in summary
+    got = {os.path.relpath(p, root): b for p, (b, _, _) in snapshot(root).items()
+           if not os.path.basename(p).startswith(".")}
+    assert got == expected
+    assert run_all(env=env).endswith("(0 new, 0 grown, 40 unchanged), added 0 entries")

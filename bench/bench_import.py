@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""panto-log import --all && panto-cost --all --by session vs ccusage, over many Claude Code sessions.
+
+    bench/bench_import.py [--sessions 1000] [--turns 30] [--pad 600] [--big-mb 200] [--keep DIR]
+
+SPEC §12 targets, over 10,000 Claude Code sessions (~1 GB): the first
+import and report at most 3x the time of `ccusage claude session --offline
+--json` on the same files (panto writes a durable archive, ccusage writes
+nothing); when nothing changed each command at most 0.05x and the two
+together 0.1x; after one session grew by a turn, 0.15x. And memory flat
+whatever a file's size: the peak RSS of importing one --big-mb file is
+compared with that of importing a small one. Sessions are generated here
+(each turn a prompt and a reply in two split lines, the way Claude Code
+writes them; every tenth session a resumed copy of an earlier one's first
+turn). Defaults are small (this machine is shared): pass --sessions 10000
+--turns 30 --pad 2500 for the full 1 GB. Without ccusage on PATH only
+panto's figures are printed.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+FIRST, NOTHING_EACH, NOTHING_BOTH, GROWN = 3.0, 0.05, 0.1, 0.15
+
+
+def sid_of(i):
+    return f"{i:08x}-1111-4222-8333-444444444444"
+
+
+def turn(sid, i, parent, pad, cwd):
+    import orjson
+
+    ts = f"2025-06-{1 + i // 1440 % 28:02d}T{i // 60 % 24:02d}:{i % 60:02d}:00.000Z"
+    base = {"isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": sid, "version": "2.0.1"}
+    u, a, b = f"{sid[:8]}-u{i}", f"{sid[:8]}-a{i}", f"{sid[:8]}-b{i}"
+    text = ("lorem ipsum " * (pad // 12 + 1))[:pad]
+    mid, rid = f"msg_{sid[:8]}_{i}", f"req_{sid[:8]}_{i}"
+
+    def usage(out):
+        return {"input_tokens": 10 + i, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 20000 + i,
+                "output_tokens": out, "cache_creation": {"ephemeral_5m_input_tokens": 500,
+                                                         "ephemeral_1h_input_tokens": 0}}
+    recs = [
+        {"parentUuid": parent, **base, "type": "user", "message": {"role": "user", "content": f"q{i} {text}"},
+         "uuid": u, "timestamp": ts},
+        {"parentUuid": u, **base, "requestId": rid, "type": "assistant", "uuid": a, "timestamp": ts,
+         "message": {"id": mid, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                     "content": [{"type": "text", "text": f"a{i} {text}"}], "stop_reason": None,
+                     "usage": usage(1)}},
+        {"parentUuid": a, **base, "requestId": rid, "type": "assistant", "uuid": b, "timestamp": ts,
+         "message": {"id": mid, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                     "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": "ls"}}],
+                     "stop_reason": "tool_use", "usage": usage(40 + i % 50)}},
+    ]
+    return b"".join(orjson.dumps(r) + b"\n" for r in recs), b
+
+
+def generate(root, sessions, turns, pad):
+    total = 0
+    for s in range(sessions):
+        sid = sid_of(s)
+        cwd = f"/home/me/proj{s % 20}"
+        d = os.path.join(root, "projects", "-home-me-proj%d" % (s % 20))
+        os.makedirs(d, exist_ok=True)
+        parts, parent = [], None
+        if s % 10 == 9:          # a resumed session: begins with a copy of the previous one's first turn
+            data, _ = turn(sid_of(s - 1), 0, None, pad, f"/home/me/proj{(s - 1) % 20}")
+            parts.append(data.replace(sid_of(s - 1).encode(), sid.encode()).replace(
+                f"/home/me/proj{(s - 1) % 20}".encode(), cwd.encode()))
+            parent = f"{sid_of(s - 1)[:8]}-b0"
+        for i in range(turns):
+            data, parent = turn(sid, s * 1000 + i, parent, pad, cwd)
+            parts.append(data)
+        with open(os.path.join(d, sid + ".jsonl"), "wb") as f:
+            blob = b"".join(parts)
+            f.write(blob)
+            total += len(blob)
+    return total
+
+
+def grow(root, s, turns, pad):
+    sid = sid_of(s)
+    path = os.path.join(root, "projects", "-home-me-proj%d" % (s % 20), sid + ".jsonl")
+    data, _ = turn(sid, s * 1000 + turns, f"{sid[:8]}-b{s * 1000 + turns - 1}", pad, f"/home/me/proj{s % 20}")
+    with open(path, "ab") as f:
+        f.write(data)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sessions", type=int, default=1000)
+    ap.add_argument("--turns", type=int, default=30)
+    ap.add_argument("--pad", type=int, default=600)
+    ap.add_argument("--big-mb", type=int, default=200)
+    ap.add_argument("--keep")
+    a = ap.parse_args()
+    log, cost = common.command("panto-log"), common.command("panto-cost")
+    ccusage = shutil.which("ccusage")
+    tmp = a.keep or tempfile.mkdtemp(prefix="bench-import-")
+    try:
+        claude = os.path.join(tmp, "claude")
+        t = time.perf_counter()
+        size = generate(claude, a.sessions, a.turns, a.pad)
+        print(f"{a.sessions} sessions, {size / 1e6:.0f} MB (generated in {time.perf_counter() - t:.1f} s)")
+        home = os.path.join(tmp, "home")
+        os.makedirs(home, exist_ok=True)
+        env = common.isolated_env(home, CLAUDE_CONFIG_DIR=claude, XDG_STATE_HOME=os.path.join(home, ".state"),
+                                  CODEX_HOME=os.path.join(tmp, "no-codex"))
+        _, prices = common.timed([cost, "--example-prices"], env, capture=True)
+        os.makedirs(os.path.join(home, ".config", "panto"), exist_ok=True)
+        with open(os.path.join(home, ".config", "panto", "models.toml"), "wb") as f:
+            f.write(prices)
+        imp = [log, "import", "--all"]
+        rep = [cost, "--all", "--by", "session"]
+
+        def ours(label):
+            ti, _ = common.timed(imp, env)
+            tc, _ = common.timed(rep, env)
+            cc = None
+            if ccusage:
+                cc, _ = common.timed([ccusage, "claude", "session", "--offline", "--json"], env)
+            line = f"{label:<16} import {ti:7.3f} s  cost {tc:7.3f} s  together {ti + tc:7.3f} s"
+            if cc:
+                line += f"  ccusage {cc:7.3f} s  ratio {(ti + tc) / cc:.3f} (import {ti / cc:.3f}, cost {tc / cc:.3f})"
+            print(line)
+            return ti, tc, cc
+
+        first = ours("first")
+        same = ours("nothing changed")
+        grow(claude, a.sessions // 2, a.turns, a.pad)
+        grown = ours("one grown")
+        if ccusage:
+            checks = [("first", (first[0] + first[1]) / first[2], FIRST),
+                      ("nothing changed, import", same[0] / same[2], NOTHING_EACH),
+                      ("nothing changed, cost", same[1] / same[2], NOTHING_EACH),
+                      ("nothing changed, both", (same[0] + same[1]) / same[2], NOTHING_BOTH),
+                      ("one grown, both", (grown[0] + grown[1]) / grown[2], GROWN)]
+            for name, ratio, target in checks:
+                print(f"  {name:<26} {ratio:6.3f}x  (target <= {target}x) {'ok' if ratio <= target else 'MISSED'}")
+        # memory: one huge source against a small one
+        big = os.path.join(tmp, "big")
+        small = os.path.join(tmp, "small")
+        for root, turns in ((small, 20), (big, max(20, a.big_mb * 1_000_000 // (3 * (a.pad + 900) * 2)))):
+            d = os.path.join(root, "projects", "-home-me-big")
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, sid_of(0) + ".jsonl"), "wb") as f:
+                parent = None
+                for i in range(turns):
+                    data, parent = turn(sid_of(0), i, parent, a.pad * 2, "/home/me/big")
+                    f.write(data)
+        rss = {}
+        for name, root in (("small", small), ("big", big)):
+            h = os.path.join(tmp, "home-" + name)
+            os.makedirs(h, exist_ok=True)
+            e = common.isolated_env(h, CLAUDE_CONFIG_DIR=root, XDG_STATE_HOME=os.path.join(h, ".state"),
+                                    CODEX_HOME=os.path.join(tmp, "no-codex"))
+            peak = common.PeakRss(imp)
+            dt, _ = common.timed(peak.argv, e)
+            rss[name] = (peak.kb(), dt, os.path.getsize(os.path.join(root, "projects", "-home-me-big",
+                                                                       sid_of(0) + ".jsonl")))
+        for name, (kb, dt, sz) in rss.items():
+            print(f"memory {name:<5} source {sz / 1e6:7.1f} MB  import {dt:6.2f} s  peak RSS "
+                  f"{kb / 1024 if kb else float('nan'):6.1f} MB")
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

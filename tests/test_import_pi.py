@@ -346,3 +346,13 @@ def test_an_unreadable_sessions_folder_is_named(tmp_path):
             pi.sources({"PI_CODING_AGENT_DIR": str(tmp_path / "agent")})
     finally:
         top.chmod(0o700)
+
+
+def test_a_line_longer_than_a_read(tmp_path):
+    big = "A" * (3 * (1 << 20) + 5)
+    records = [*V3[:5], msg("a0000005", "a0000004", 3, role="toolResult", toolCallId="toolu_1", toolName="bash",
+                            content=[{"type": "image", "data": big, "mimeType": "image/png"}], isError=False)]
+    path = write(tmp_path / "s.jsonl", records, tail=jsonl(V3[6])[:-1])
+    out, r = read_all(path)
+    assert out[-1]["message"]["content"][1] == {"type": "image", "mediaType": "image/png", "data": big}
+    assert r.end == len(jsonl(*records))

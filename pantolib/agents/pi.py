@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 import orjson
 
-from pantolib import agents, entries
+from pantolib import agents, entries, stream
 from pantolib.errors import SessionError
 
 NAME = "pi"
@@ -208,17 +208,18 @@ class Reader:
     def __iter__(self):
         with open(self.source, "rb") as f:
             f.seek(self.start)
-            offset, rest = self.start, b""
-            while chunk := f.read(_CHUNK):
-                data = rest + chunk
-                lines = data.split(b"\n")
-                rest = lines.pop()
-                for raw in lines:
+            offset = self.start
+            for data, stop in stream.pieces(f, _CHUNK):
+                if stop is None:
+                    break       # a last line without its line feed: still being written
+                p = 0
+                while p < stop:
+                    e = data.index(b"\n", p)
+                    raw, p = data[p:e], e + 1
                     offset += len(raw) + 1
                     self.line += 1
                     yield from self._record(raw)
                     self.end = offset
-        # `rest`: a last line without its line feed, still being written
 
     def _skip(self, kind):
         self.skipped[kind] = self.skipped.get(kind, 0) + 1

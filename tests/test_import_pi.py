@@ -356,3 +356,21 @@ def test_a_line_longer_than_a_read(tmp_path):
     out, r = read_all(path)
     assert out[-1]["message"]["content"][1] == {"type": "image", "mediaType": "image/png", "data": big}
     assert r.end == len(jsonl(*records))
+
+
+def test_records_without_ids_or_cwd_and_short_timestamps(tmp_path):
+    """Older or embedded writers: a header without cwd, entries without ids, seconds without milliseconds."""
+    records = [{"type": "session", "version": 3, "id": "history-1", "timestamp": "2026-08-14T08:00:00Z"},
+               {"type": "thinking_level_change", "thinkingLevel": "high"},
+               {"type": "message", "timestamp": "2026-08-14T08:01:00Z", "message": {"role": "user", "content": "hi"}},
+               {"type": "message", "timestamp": "2026-08-14T10:01:02.5+02:00", "message": {
+                   "role": "assistant", "content": [{"type": "text", "text": "yo"}], "model": "m"}}]
+    out, r = read_all(write(tmp_path / "s.jsonl", records))
+    assert out[0]["cwd"] == "" and out[0]["timestamp"] == "2026-08-14T08:00:00.000Z"
+    assert out[0]["source"]["id"] == "history-1"
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", out[0]["id"])
+    assert [(e["timestamp"], e["parentId"]) for e in out[1:]] == [
+        ("2026-08-14T08:01:00.000Z", None), ("2026-08-14T08:01:02.500Z", out[1]["id"])]
+    assert out[2]["message"] == {"role": "assistant", "content": [{"type": "text", "text": "yo"}], "model": "m",
+                                 "stopReason": "stop"}
+    assert r.skipped == {"thinking_level_change": 1}

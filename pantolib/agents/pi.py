@@ -57,7 +57,7 @@ def sources(env):
 def _is_header(h):
     if type(h) is not dict or h.get("type") != "session" or "source" in h:
         return False
-    if not isinstance(h.get("id"), str) or not isinstance(h.get("cwd"), str):
+    if not isinstance(h.get("id"), str) or not isinstance(h.get("cwd", ""), str):
         return False
     v = h.get("version")
     return v is None or (type(v) is int and v >= 2)
@@ -253,7 +253,7 @@ class Reader:
             self.model = [h["provider"], h["modelId"], None]
         parent_path = h.get("parentSession") or h.get("branchedFrom")
         parent = _parent_session(parent_path, self.source) if isinstance(parent_path, str) and parent_path else None
-        return agents.header(agents.session_uuid(NAME, h["id"]), _iso(h.get("timestamp")), h["cwd"], NAME,
+        return agents.header(agents.session_uuid(NAME, h["id"]), _iso(h.get("timestamp")), h.get("cwd", ""), NAME,
                              os.path.abspath(self.source), h["id"], parent, "fork" if parent else None)
 
     def _place(self, rec):

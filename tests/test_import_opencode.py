@@ -420,3 +420,25 @@ def test_sniff(dbfile):
     assert not opencode.sniff(b'{"type":"session","version":3,"id":"x","cwd":"/"}\n')
     assert not opencode.sniff(b"garbage")
     assert not os.path.exists(str(dbfile) + "-wal")
+
+
+def test_a_later_answer_names_its_model_in_an_object(tmp_path):
+    path = tmp_path / "opencode.db"
+    db = make_db(path)
+    later = answer("msg_02", 2, "msg_01", [text("hi")], tokens(1, 2), model=(None, None))
+    for key in ("modelID", "providerID"):
+        later[2].pop(key)
+    later[2]["model"] = {"id": "gpt-5", "providerID": "openai"}
+    add(db, [MESSAGES[0], later])
+    out, _ = read_all(f"{path}#{SES}")
+    assert (out[-1]["message"]["provider"], out[-1]["message"]["model"]) == ("openai", "gpt-5")
+    assert (out[-2]["provider"], out[-2]["model"]) == ("anthropic", "claude-sonnet-4-5")
+
+
+def test_a_legacy_session_with_a_location(tmp_path):
+    path = legacy(tmp_path / "data", messages=MESSAGES[:1])
+    info = orjson.loads(path.read_bytes())
+    info["location"] = {"directory": info.pop("directory")}
+    path.write_bytes(orjson.dumps(info))
+    out, _ = read_all(str(path))
+    assert out[0]["cwd"] == "/proj"

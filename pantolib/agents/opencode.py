@@ -154,6 +154,15 @@ def usage(tokens):
     return entries.usage_dict(i, o, cr, cw, min(r, o))
 
 
+def _model_of(msg):
+    """(provider, model) a message names: modelID/providerID at its top, or in
+    its `model` object (a prompt's; an answer's in later versions, id or modelID)."""
+    m = msg.get("model") if type(msg.get("model")) is dict else {}
+    provider = msg.get("providerID") if isinstance(msg.get("providerID"), str) else m.get("providerID")
+    model = msg.get("modelID") if isinstance(msg.get("modelID"), str) else m.get("modelID", m.get("id"))
+    return (provider if isinstance(provider, str) else None), (model if isinstance(model, str) else None)
+
+
 def _image(mime, url):
     if isinstance(mime, str) and mime.startswith("image/") and isinstance(url, str) and url.startswith("data:"):
         head, _, data = url.partition(",")
@@ -315,7 +324,9 @@ class Reader:
         if self.start == 0 and self.after is None:
             parent = info.get("parentID")
             created = entries.iso_ms(_int(t.get("created")))
-            yield agents.header(agents.session_uuid(NAME, sid), created, info.get("directory") or "", NAME,
+            where = info.get("location") if type(info.get("location")) is dict else {}
+            cwd = info.get("directory") or where.get("directory") or ""
+            yield agents.header(agents.session_uuid(NAME, sid), created, cwd if isinstance(cwd, str) else "", NAME,
                                 path, sid, agents.session_uuid(NAME, parent) if parent else None,
                                 "subagent" if parent else None)
             yield from self._title(info.get("title"), created)
@@ -391,17 +402,15 @@ class Reader:
         if not content:
             self._skip("empty message")
             return
-        m = msg.get("model") if type(msg.get("model")) is dict else {}
-        provider, model = m.get("providerID"), m.get("modelID")
-        if isinstance(provider, str) and isinstance(model, str):
+        provider, model = _model_of(msg)
+        if provider and model:
             self.model = [provider, model]
         p, mo = self.model or (None, None)
         yield self._emit(msg["id"], agents.message(self.ids.get(msg["id"]), self.last, self._now, "user", content,
                                                    provider=p, model=mo))
 
     def _assistant(self, msg, parts):
-        provider = msg.get("providerID") if isinstance(msg.get("providerID"), str) else None
-        model = msg.get("modelID") if isinstance(msg.get("modelID"), str) else None
+        provider, model = _model_of(msg)
         if provider and model:
             self.model = [provider, model]
         content, results, images = [], [], []

@@ -374,3 +374,12 @@ def test_records_without_ids_or_cwd_and_short_timestamps(tmp_path):
     assert out[2]["message"] == {"role": "assistant", "content": [{"type": "text", "text": "yo"}], "model": "m",
                                  "stopReason": "stop"}
     assert r.skipped == {"thinking_level_change": 1}
+
+
+def test_responses_alike_but_for_their_place_are_told_apart(tmp_path):
+    """Without times, two answers with the same model and counts are still two responses."""
+    same = {"type": "message", "message": {"role": "assistant", "content": [], "provider": "p", "model": "m",
+                                           "usage": {"input": 1, "output": 1}}}
+    out, _ = read_all(write(tmp_path / "s.jsonl", [V3[0], same, same]))
+    assert out[1]["_billing"] != out[2]["_billing"]
+    assert out[1]["_billing"][1].endswith("s.jsonl:2")

@@ -15,7 +15,8 @@ session it copied). Messages in time order; an answer's `parentID` names
 its prompt, not the previous step, so entries chain in that order. A
 message still being written (the session's last message: an answer with
 no `time.completed` and no error, or a message with no parts yet) waits
-for the next run.
+for the next run. Malformed rows or files are skipped and counted in `bad`,
+named by their id (or file name) where a file would give a line number.
 """
 import os
 import re
@@ -472,6 +473,8 @@ class Reader:
         """What a response is known by across copies: a fork copies a message
         whole (times and tokens) under a new id."""
         t = msg.get("time") if type(msg.get("time")) is dict else {}
+        if t.get("created") is None:
+            return ["opencode", msg.get("sessionID"), msg["id"]]
         tok = msg.get("tokens") if type(msg.get("tokens")) is dict else {}
         cache = tok.get("cache") if type(tok.get("cache")) is dict else {}
         return ["opencode", t.get("created"), t.get("completed"), provider, model, tok.get("input"),

@@ -319,11 +319,18 @@ class Reader:
         elif role == "bashExecution" and not m.get("excludeFromContext"):
             yield self._user(key, parent, ts, [entries.text(_bash_text(m))])
         elif role == "assistant":
-            yield self._assistant(key, parent, ts, m)
+            yield self._assistant(key, parent, ts, m, self._when(m.get("timestamp"), ts))
         else:
             self._alias(key, parent, f"message:{role}" if isinstance(role, str) else "message")
 
-    def _assistant(self, key, parent, ts, m):
+    def _when(self, ms, ts):
+        """What tells a response from others with the same model and counts:
+        its time (a copy keeps it), else its place in this file."""
+        if type(ms) is int:
+            return ms
+        return ts if ts != _iso(None) else f"{self.source}:{self.line}"
+
+    def _assistant(self, key, parent, ts, m, when):
         provider = m.get("provider") if isinstance(m.get("provider"), str) else None
         model = m.get("model") if isinstance(m.get("model"), str) else None
         api = _APIS.get(m.get("api"))
@@ -335,7 +342,7 @@ class Reader:
         e = agents.message(self.ids.get(key), parent, ts, "assistant", _parts(m.get("content"), "assistant"),
                            provider=provider, model=model, api=api, stop=stop, usage=usage)
         if usage is not None:
-            e["_billing"] = ["pi", m.get("timestamp"), provider, model, usage["input"], usage["output"],
+            e["_billing"] = ["pi", when, provider, model, usage["input"], usage["output"],
                              usage.get("cacheRead", 0), usage.get("cacheWrite", 0)]
         return self._emit(key, e)
 
@@ -355,5 +362,5 @@ class Reader:
         usage = _usage(rec.get("usage"))
         if usage is not None:
             e["usage"] = usage
-            e["_billing"] = ["pi", t, rec.get("timestamp"), summary[:64]]
+            e["_billing"] = ["pi", t, self._when(None, ts), summary[:64]]
         return self._emit(key, e)

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from pantolib.agents import opencode
+from pantolib import stream
 from pantolib.errors import SessionError
 
 T0 = 1767348000000      # 2026-01-02T10:00:00.000Z
@@ -183,8 +184,12 @@ def add(db, messages, sid=SES):
 
 
 def read_all(source, start=0, state=None):
+    """A run of the Reader; every line it gives is a valid panto line (stream.py's rule)."""
     r = opencode.Reader(source, start, state)
-    return list(r), r
+    out = list(r)
+    for e in out:
+        stream.parse_line(orjson.dumps({k: v for k, v in e.items() if k != "_billing"}) + b"\n")
+    return out, r
 
 
 @pytest.fixture

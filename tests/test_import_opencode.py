@@ -447,3 +447,18 @@ def test_a_legacy_session_with_a_location(tmp_path):
     path.write_bytes(orjson.dumps(info))
     out, _ = read_all(str(path))
     assert out[0]["cwd"] == "/proj"
+
+
+def test_an_answer_whose_tool_still_runs_waits(tmp_path):
+    path = tmp_path / "opencode.db"
+    db = make_db(path)
+    running = answer("msg_02", 2, "msg_01", [tool("call_1", "bash", {"command": "sleep 9"}, status="running",
+                                                  time={"start": T0})], tokens(5, 6), finish="tool-calls")
+    add(db, [MESSAGES[0], running])
+    out, r = read_all(f"{path}#{SES}")
+    assert r.end == 1 and out[-1]["message"]["role"] == "user"
+    db.execute("UPDATE part SET data = ? WHERE message_id = 'msg_02'",
+               (orjson.dumps(tool("call_1", "bash", {"command": "sleep 9"}, output="slept")).decode(),))
+    db.commit()
+    more, _ = read_all(f"{path}#{SES}", r.end, r.state)
+    assert more[-1]["message"]["content"] == [{"type": "toolResult", "toolUseId": "call_1", "content": "slept"}]

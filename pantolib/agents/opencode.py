@@ -14,8 +14,8 @@ One `session` row is one session; a `parentID` makes it a sub-agent's
 session it copied). Messages in time order; an answer's `parentID` names
 its prompt, not the previous step, so entries chain in that order. A
 message still being written (the session's last message: an answer with
-no `time.completed` and no error, or a message with no parts yet) waits
-for the next run. Malformed rows or files are skipped and counted in `bad`,
+no `time.completed` and no error, or with a tool still running, or a
+message with no parts yet) waits for the next run. Malformed rows or files are skipped and counted in `bad`,
 named by their id (or file name) where a file would give a line number.
 """
 import os
@@ -353,8 +353,12 @@ class Reader:
             return False
         if msg.get("role") != "assistant":
             return True
+        if msg.get("error") is not None:
+            return True
         t = msg.get("time") if type(msg.get("time")) is dict else {}
-        return type(t.get("completed")) is int or msg.get("error") is not None
+        running = any(p.get("type") == "tool" and type(p.get("state")) is dict
+                      and p["state"].get("status") in ("pending", "running") for p in parts)
+        return type(t.get("completed")) is int and not running
 
     def _title(self, title, ts):
         """The session's title, when it is not opencode's default and not the one written already."""

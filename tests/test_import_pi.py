@@ -332,7 +332,9 @@ def test_sources(tmp_path):
               a / "2026-01-02T00-00-00-000Z_z.jsonl"):
         p.write_bytes(jsonl(V3[0]))
     (a / "notes.txt").write_text("x")
-    assert pi.sources(env) == [str(b / "2026-01-01T00-00-00-000Z_y.jsonl"),
+    flat = tmp_path / "agent" / "sessions" / "2026-01-01T12-00-00-000Z_w.jsonl"
+    flat.write_bytes(jsonl(V3[0]))
+    assert pi.sources(env) == [str(b / "2026-01-01T00-00-00-000Z_y.jsonl"), str(flat),
                                str(a / "2026-01-02T00-00-00-000Z_z.jsonl"),
                                str(a / "2026-01-03T00-00-00-000Z_x.jsonl")]
     home = {"HOME": str(tmp_path / "h2")}

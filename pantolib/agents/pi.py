@@ -45,10 +45,14 @@ def sources(env):
     top = os.path.join(root, "sessions")
     if not os.path.isdir(top):
         return []
-    found = []
+    found, dirs = [], []
     with os.scandir(top) as it:
-        dirs = sorted(e.path for e in it if e.is_dir())
-    for d in dirs:
+        for e in it:
+            if e.is_dir():
+                dirs.append(e.path)
+            elif e.name.endswith(".jsonl") and e.is_file():
+                found.append((e.name, e.path))     # a flat --session-dir
+    for d in sorted(dirs):
         with os.scandir(d) as it:
             found += [(e.name, e.path) for e in it if e.name.endswith(".jsonl") and e.is_file()]
     return [p for _, p in sorted(found)]

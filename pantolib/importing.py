@@ -275,13 +275,25 @@ class Summary:
         return s
 
 
+IN_FLIGHT = 8      # sessions whose sync runs while the next sources are read
+
+
 def everything(names, dry_run, verbose, warn, env=None):
-    """Import every source of the named agents (all when empty); the summary."""
+    """Import every source of the named agents (all when empty); the summary.
+
+    Sources are read one after the other (in each agent's order: copies are
+    billed in it); each session file's single sync runs in a small pool of
+    threads while the next sources are read, so that the disk's waits
+    overlap. A source's record is saved once its file is synced; the
+    directories of new files are synced once each at the end (a record whose
+    file did not survive a power loss finds it missing and reads the source
+    again from the top)."""
     env = os.environ if env is None else env
     summary = Summary()
     old = load_index(env)
     index = {}
     billing = Billing(env)
+    run = _Run(env, summary, index, warn)
     try:
         for name, mod in available(names or agents.AGENTS):
             try:
@@ -307,25 +319,104 @@ def everything(names, dry_run, verbose, warn, env=None):
                 changed = [(s, stats[s]) for s in mod.order(list(stats))]
             for source, st in changed:
                 try:
-                    ok = _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
+                    job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
                 except (PantoError, OSError) as e:
                     warn(f"{source}: {getattr(e, 'strerror', None) or e}")
                     summary.failed += 1
                     continue
-                if ok and not dry_run:
-                    index[source] = identity(st)
+                if job is not None:
+                    run.submit(source, st, job)
+        run.wait()
     finally:
+        run.close()
         if not dry_run:
             billing.close()
             if index != old:
                 save_index(index, env)
-        else:
-            billing.db = None
     return summary
 
 
-def _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, env):
-    """Bring one source in; True when its record was saved (or nothing to save)."""
+class _Run:
+    """The syncs in flight, and what follows each: the source's record."""
+
+    def __init__(self, env, summary, index, warn):
+        self.env, self.summary, self.index, self.warn = env, summary, index, warn
+        self.pool = None
+        self.jobs = []
+        self.dirs = set()
+
+    def submit(self, source, st, job):
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(IN_FLIGHT)
+        self.jobs.append((source, st, job, self.pool.submit(job.finish)))
+        if len(self.jobs) >= 2 * IN_FLIGHT:
+            self._settle(self.jobs.pop(0))
+
+    def _settle(self, item):
+        source, st, job, future = item
+        try:
+            future.result()
+            if job.new_dir is not None:
+                self.dirs.add(job.new_dir)
+            if save(source, job.record(), self.env):
+                self.index[source] = identity(st)
+        except (PantoError, OSError) as e:
+            self.warn(f"{source}: {getattr(e, 'strerror', None) or e}")
+            self.summary.failed += 1
+
+    def wait(self):
+        while self.jobs:
+            self._settle(self.jobs.pop(0))
+        from pantolib import files
+
+        for d in sorted(self.dirs):
+            try:
+                files.fsync_dir(d)
+            except OSError:
+                pass
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+
+class _Job:
+    """One source read: its session's batch to finish (the sync), then its record."""
+
+    def __init__(self, batch, reader, st, source, target, sid):
+        self.batch, self.reader, self.st, self.source, self.target, self.sid = \
+            batch, reader, st, source, target, sid
+        self.deferred = False
+        self.new_dir = None
+
+    def finish(self):
+        try:
+            if self.batch is not None:
+                created = self.batch.file is None
+                self.deferred = self.batch.finish() is None
+                if created and not self.deferred:
+                    self.new_dir = os.path.dirname(self.target)
+        finally:
+            if self.batch is not None:
+                self.batch.close()
+
+    def record(self):
+        st = self.st
+        if self.deferred:
+            # no assistant entry yet: nothing written; read it again from the top once it changes
+            return {"dev": st.st_dev, "ino": st.st_ino, "end": 0, "crc": 0, "state": None, "session": None,
+                    "sid": None}
+        file = _file_of(self.source)
+        crc = _crc_before(file, self.reader.end) if file == self.source else 0
+        return {"dev": st.st_dev, "ino": st.st_ino, "end": self.reader.end, "crc": crc,
+                "state": self.reader.state, "session": self.target, "sid": self.sid}
+
+
+def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env):
+    """Read one source on from its remembered offset into a Batch (nothing
+    synced yet); the _Job that finishes it, or None (a dry run)."""
     from pantolib import session, stream
 
     rec = load(source, env)
@@ -337,22 +428,23 @@ def _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, en
     batch = None
     sid = rec.get("sid") if rec and start else None
     added = 0
-    deferred = False
+    existed = start > 0
     try:
         for obj in reader:
             if obj.get("type") == "session":
                 sid = obj["id"]
                 target = paths.session_path(obj, env)
+                existed = os.path.lexists(target)
                 if not dry_run:
-                    batch = session.Batch(target, obj, stream.dumps(obj), env=env, warn=warn)
+                    batch = session.Batch(target, obj, stream.dumps(obj), env=env, warn=warn, sync_dir=False)
                 continue
             if batch is None and not dry_run:
                 if target is None:
                     raise PantoError("the source gave entries before its session header")
-                batch = session.Batch(target, None, None, env=env, warn=warn)
+                batch = session.Batch(target, None, None, env=env, warn=warn, sync_dir=False)
             b = obj.pop("_billing", None)
-            if b is not None and sid is not None:
-                payer = billing.payer(b, sid) if not dry_run else sid
+            if b is not None and sid is not None and not dry_run:
+                payer = billing.payer(b, sid)
                 if payer != sid:
                     m = obj["message"]
                     m.pop("usage", None)
@@ -361,36 +453,25 @@ def _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, en
                 added += 1
             elif batch.add(stream.dumps(obj), obj):
                 added += 1
-        if batch is not None:
-            written = batch.finish()
-            deferred = written is None
-    finally:
+    except BaseException:
         if batch is not None:
             batch.close()
+        raise
     for k, v in reader.skipped.items():
         summary.skipped[k] = summary.skipped.get(k, 0) + v
     summary.bad += len(reader.bad)
     if reader.bad:
         _report_bad(source, reader, warn, verbose)
-    if deferred:
-        added = 0
+    if batch is not None and batch.file is None and not batch.assistant:
+        added = 0                                   # deferred: nothing will be written
     summary.entries += added
-    if start == 0 and added:
+    if added and not existed:
         summary.new += 1
     elif added:
         summary.grown += 1
     else:
         summary.unchanged += 1
     if dry_run:
-        return False
+        return None
     billing.commit()
-    if deferred:
-        # no assistant entry yet: nothing written; read it again from the top once it changes
-        record = {"dev": st.st_dev, "ino": st.st_ino, "end": 0, "crc": 0, "state": None, "session": None,
-                  "sid": None}
-    else:
-        file = _file_of(source)
-        crc = _crc_before(file, reader.end) if file == source else 0
-        record = {"dev": st.st_dev, "ino": st.st_ino, "end": reader.end, "crc": crc, "state": reader.state,
-                  "session": target, "sid": sid}
-    return save(source, record, env)
+    return _Job(batch, reader, st, source, target, sid)

@@ -644,13 +644,14 @@ class Batch:
     recognised by id. (Lines from a stream go through Writer: durable one
     by one.)"""
 
-    LIMIT = 32 << 20        # bytes held in memory while the file is not created yet
+    LIMIT = 4 << 20         # bytes held in memory while the file is not created yet
 
-    def __init__(self, path, header, header_raw, env=None, warn=None):
+    def __init__(self, path, header, header_raw, env=None, warn=None, sync_dir=True):
         self.path, self.env, self.warn = path, env, warn or (lambda message: None)
+        self.sync_dir = sync_dir      # False: the caller syncs the directory of a new file
         self.header, self.header_raw = header, header_raw
         self.file = None
-        self.pending = [(header_raw, None)] if header_raw is not None else []
+        self.pending = [header_raw] if header_raw is not None else []
         self.pending_size = 0
         self.ids = set()
         self.assistant = False
@@ -681,7 +682,7 @@ class Batch:
             return False
         if self.file is None:
             self.ids.add(eid)
-            self.pending.append((raw, obj))
+            self.pending.append(raw)
             self.pending_size += len(raw)
             self.assistant = self.assistant or stream.is_assistant(obj)
             if self.assistant and self.pending_size > self.LIMIT:
@@ -711,10 +712,11 @@ class Batch:
             self.buf, self.buf_size = [], 0
 
     def _create(self):
-        data = b"".join(raw for raw, _ in self.pending)
-        if files.create(self.path, data, "could not create the session file"):
+        data = b"".join(self.pending)
+        if files.create(self.path, data, "could not create the session file", self.sync_dir):
             self.written += len(self.pending) - 1
-            self.file = _File.created(self.path, self.header, self.header_raw, {}, self.pending, self.env)
+            written = ((raw, stream.loads(raw) if i else None) for i, raw in enumerate(self.pending))
+            self.file = _File.created(self.path, self.header, self.header_raw, {}, written, self.env)
             self.file.hold()
             self.pending, self.ids = [], set()
             return
@@ -722,8 +724,8 @@ class Batch:
         waiting, self.pending, self.ids = self.pending[1:], [], set()
         files.wait_for_content(self.path)
         self._open()
-        for raw, obj in waiting:
-            self.add(raw, obj)
+        for raw in waiting:
+            self.add(raw, stream.loads(raw))
 
     def finish(self):
         """Make everything added durable: create the file (when an assistant

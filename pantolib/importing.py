@@ -51,16 +51,40 @@ def save(source, record, env=None):
 
 
 def _index_path(env=None):
-    return os.path.join(_dir(env), "index.json")
+    return os.path.join(_dir(env), "index.marshal")
+
+
+_INDEX = b"panto-import-index"
 
 
 def load_index(env=None):
-    data = cache.load(_index_path(env), VERSION)
+    """{source: identity} of the last run: one file, read without orjson (a
+    run where nothing changed reads it, lists and stats the sources, and
+    stops). marshal's format 0 with a CRC-32; anything else reads as empty."""
+    import marshal
+    import zlib
+
+    try:
+        with open(_index_path(env), "rb") as f:
+            head = f.readline(100).split()
+            if len(head) != 4 or head[0] != _INDEX or head[1] != b"%d" % VERSION:
+                return {}
+            body = f.read()
+        if len(body) != int(head[3]) or zlib.crc32(body) != int(head[2]):
+            return {}
+        data = marshal.loads(body)
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
     return data if type(data) is dict else {}
 
 
 def save_index(index, env=None):
-    return cache.save(_index_path(env), VERSION, index)
+    import marshal
+    import zlib
+
+    body = marshal.dumps(index, 0)
+    return cache.write_private(_index_path(env), b"%s %d %d %d\n" % (_INDEX, VERSION, zlib.crc32(body),
+                                                                      len(body)), body)
 
 
 def _file_of(source):
@@ -71,7 +95,7 @@ def _file_of(source):
 
 
 def identity(st):
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _crc_before(path, end):

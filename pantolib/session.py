@@ -657,6 +657,7 @@ class Batch:
         self.assistant = False
         self.buf, self.buf_size = [], 0
         self.written = 0
+        self.lean = False         # made by this batch: no index nodes kept
         if os.path.lexists(path):
             self._open()
         elif header_raw is None:
@@ -689,7 +690,8 @@ class Batch:
                 self._create()
             return True
         f = self.file
-        f.ids[eid] = index.node(obj, f.size + self.buf_size, f.size + self.buf_size + len(raw))
+        if not self.lean:
+            f.ids[eid] = index.node(obj, f.size + self.buf_size, f.size + self.buf_size + len(raw))
         f.leaf = eid
         self.buf.append(raw)
         self.buf_size += len(raw)
@@ -708,15 +710,18 @@ class Batch:
                 f._cut_back(start, e)
             f.size += self.buf_size
             f.lines += len(self.buf)
-            f.dirty = True
+            f.dirty = not self.lean
             self.buf, self.buf_size = [], 0
 
     def _create(self):
         data = b"".join(self.pending)
         if files.create(self.path, data, "could not create the session file", self.sync_dir):
             self.written += len(self.pending) - 1
-            written = ((raw, stream.loads(raw) if i else None) for i, raw in enumerate(self.pending))
-            self.file = _File.created(self.path, self.header, self.header_raw, {}, written, self.env)
+            # What this run adds next has ids of its own (the reader gives each once):
+            # no node is kept per entry, and so no index cache is written for the file.
+            self.file = _File.created(self.path, self.header, self.header_raw, {}, [], self.env)
+            self.file.size, self.file.lines, self.file.dirty = len(data), len(self.pending), False
+            self.lean = True
             self.file.hold()
             self.pending, self.ids = [], set()
             return

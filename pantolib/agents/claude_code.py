@@ -206,7 +206,7 @@ class Reader:
         self.alias = dict(s.get("alias", {}))  # uuid of a record left out -> the id standing for it
         self.titled = s.get("titled", False)  # a person's title was imported
         self.title = s.get("title")           # the last title imported
-        self.seen = set(s.get("seen", ()))    # message ids of responses already imported here
+        self.seen = set(s.get("seen", ()))    # hashes of the message ids of responses imported here
         self.sid = s.get("sid")
         self.headed = s.get("headed", False)
         self.ts = s.get("ts")                 # the time of the last entry
@@ -416,9 +416,10 @@ class Reader:
         usage = _usage(usage_raw, model)
         billed = None
         if isinstance(mid, str):
-            if mid in self.seen:        # the same response again in this file: paid once
+            h = agents._candidate("msg:" + mid, 0)
+            if h in self.seen:          # the same response again in this file: paid once
                 billed, usage = self.sid, None
-            self.seen.add(mid)
+            self.seen.add(h)
         ts = agents.iso(first.get("timestamp")) or "1970-01-01T00:00:00.000Z"
         self.ts = ts
         e = agents.message(eid, parent, ts, "assistant", content, provider=PROVIDER, model=model, api=API,

@@ -242,33 +242,39 @@ class Billing:
             self.db.execute("CREATE TABLE paid (key TEXT PRIMARY KEY, session TEXT NOT NULL)")
         self.db.execute("BEGIN")
 
-    def _get(self, key):
-        row = self.db.execute("SELECT session FROM paid WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
     def payer(self, billing, sid):
-        """The session that paid for this response (sid when it is the first)."""
+        """The session that paid for this response (sid when it is the first).
+        Within one file a response comes once (the reader sees to it), so the
+        keys of a file's first copies are written together at `commit`."""
         if self.db is None:
             self._open()
+            self.new = []
         mid, rid, side = (list(billing) + [None, None, False])[:3]
         mid = str(mid)
         if side:
-            other = self._get("m:" + mid)
+            row = self.db.execute("SELECT session FROM paid WHERE key = ?", ("m:" + mid,)).fetchone()
         else:
-            other = self._get(f"p:{mid}\0{rid}") or self._get("s:" + mid)
-        if other is not None:
-            return other
-        keys = [(f"p:{mid}\0{rid}", sid), ("m:" + mid, sid)] + ([("s:" + mid, sid)] if side else [])
-        self.db.executemany("INSERT OR IGNORE INTO paid VALUES (?, ?)", keys)
+            row = self.db.execute("SELECT session FROM paid WHERE key IN (?, ?) LIMIT 1",
+                                  (f"p:{mid}\0{rid}", "s:" + mid)).fetchone()
+        if row is not None:
+            return row[0]
+        self.new += [(f"p:{mid}\0{rid}", sid), ("m:" + mid, sid)] + ([("s:" + mid, sid)] if side else [])
+        if len(self.new) > 30000:     # a huge file: memory stays bounded (a key found later is its own)
+            self.db.executemany("INSERT OR IGNORE INTO paid VALUES (?, ?)", self.new)
+            self.new = []
         return sid
 
     def commit(self):
         if self.db is not None:
+            if self.new:
+                self.db.executemany("INSERT OR IGNORE INTO paid VALUES (?, ?)", self.new)
+                self.new = []
             self.db.execute("COMMIT")
             self.db.execute("BEGIN")
 
     def close(self):
         if self.db is not None:
+            self.commit()
             self.db.execute("COMMIT")
             self.db.close()
             self.db = None

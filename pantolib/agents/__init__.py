@@ -98,13 +98,17 @@ class Ids:
 
     def has(self, key):
         """Whether `key` already has an id (this run or an earlier one)."""
+        return self.find(key) is not None
+
+    def find(self, key):
+        """The id `key` has, or None when it has none yet (nothing is given)."""
         n = 0
         while True:
             c = _candidate(key, n)
             if c in self._full:
-                return True
+                return f"{c >> 32:08x}"
             if c >> 32 not in self._ids:
-                return False
+                return None
             n += 1
 
 

@@ -228,8 +228,9 @@ class Reader:
     def _parent(self, uuid):
         if uuid is None:
             return None
-        if self.ids.has(uuid):
-            return self.ids.get(uuid)
+        found = self.ids.find(uuid)
+        if found is not None:
+            return found
         if uuid in self.alias:
             return self.alias[uuid]
         return self.last

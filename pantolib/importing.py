@@ -319,6 +319,9 @@ def everything(names, dry_run, verbose, warn, env=None):
     file did not survive a power loss finds it missing and reads the source
     again from the top)."""
     env = os.environ if env is None else env
+    for name in names:
+        if name not in agents.AGENTS:
+            raise PantoError(f"unknown agent '{name}' (one of {', '.join(agents.AGENTS)})")
     summary = Summary()
     old = load_index(env)
     index = {}

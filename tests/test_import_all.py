@@ -126,6 +126,7 @@ def test_dry_run_and_from_and_an_unreadable_agent_directory(agents_home):
     assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])
     assert not os.path.exists(os.path.join(os.environ["XDG_STATE_HOME"], "panto"))
     assert run_all("--from=codex").startswith("panto-log: 1 session (1 new")
+    assert_clean_error(log("import", "--all", "--from=vim"), 1, "panto-log")
     assert not os.path.exists(session_file(CC_SID, "/home/u/proj"))
     # claude-code's projects folder cannot be listed: reported, the rest goes on
     shutil.rmtree(os.path.join(agents_home, "claude", "projects"))

@@ -240,9 +240,14 @@ class Reader:
         self._skip(kind)
         u = rec.get("uuid")
         if isinstance(u, str) and not self.ids.has(u):
-            self.alias[u] = self._parent(rec.get("parentUuid"))
-            while len(self.alias) > ALIASES:
-                del self.alias[next(iter(self.alias))]
+            self._alias(u, self._parent(rec.get("parentUuid")))
+
+    def _alias(self, uuid, eid):
+        """A record left out (or merged) stands for `eid` as a parent; only the
+        most recent ALIASES are kept (a chain names a recent record)."""
+        self.alias[uuid] = eid
+        while len(self.alias) > ALIASES:
+            del self.alias[next(iter(self.alias))]
 
     def _header(self, rec):
         base = os.path.basename(self.source)[:-len(".jsonl")] if self.source.endswith(".jsonl") \
@@ -351,7 +356,7 @@ class Reader:
         if self.model is None:
             del e["model"]
         if summary_rec is not None and isinstance(summary_rec.get("uuid"), str):
-            self.alias[summary_rec["uuid"]] = eid
+            self._alias(summary_rec["uuid"], eid)
         self.last, self.ts = eid, e["timestamp"]
         return e
 
@@ -408,7 +413,7 @@ class Reader:
         parent = self._parent(first.get("parentUuid"))
         for r in recs[1:]:
             if isinstance(r.get("uuid"), str) and not self.ids.has(r["uuid"]):
-                self.alias[r["uuid"]] = eid
+                self._alias(r["uuid"], eid)
         if stop is None:
             stop_value = "toolUse" if any(b["type"] == "toolUse" for b in content) else "stop"
         else:

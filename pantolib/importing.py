@@ -259,7 +259,7 @@ class Billing:
         if row is not None:
             return row[0]
         self.new += [(f"p:{mid}\0{rid}", sid), ("m:" + mid, sid)] + ([("s:" + mid, sid)] if side else [])
-        if len(self.new) > 30000:     # a huge file: memory stays bounded (a key found later is its own)
+        if len(self.new) > 3000:      # a huge file: memory stays bounded (a key found later is its own)
             self.db.executemany("INSERT OR IGNORE INTO paid VALUES (?, ?)", self.new)
             self.new = []
         return sid

@@ -193,8 +193,8 @@ def create(path, data, what, sync_dir=True):
     put in place without ever replacing a file that appeared meanwhile
     (False then). Missing directories are made (0700); on a failure no
     temporary file and none of them is left, and the error says `what`.
-    sync_dir=False leaves the directory's sync to the caller (one for many
-    files made in it)."""
+    sync_dir=False leaves the directory's sync, and the removal of stale
+    temporary files in it, to the caller (once for many files made there)."""
     import tempfile
 
     directory = os.path.dirname(os.path.abspath(path))
@@ -202,7 +202,7 @@ def create(path, data, what, sync_dir=True):
     fd = tmp = None
     try:
         made = make_dirs(directory)
-        if not made:
+        if not made and sync_dir:
             remove_stale(directory)
         fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=TMP_SUFFIX, dir=directory)
         fcntl.flock(fd, fcntl.LOCK_EX)    # a live creation: never stale

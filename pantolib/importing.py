@@ -405,6 +405,7 @@ class _Run:
         from pantolib import files
 
         for d in sorted(self.dirs):
+            files.remove_stale(d)
             try:
                 files.fsync_dir(d)
             except OSError:

@@ -207,10 +207,22 @@ class Billing:
     """Which session paid for each API response imported (SQLite, opened on
     first use): the first session a response is imported into keeps its
     usage; a copy elsewhere is written with billedIn. Known by (message id,
-    request id), and by message id alone when a copy is in a sidechain."""
+    request id), and by message id alone when a copy is in a sidechain.
+    Keys are 63-bit hashes of those names (an integer primary key: one
+    B-tree lookup each)."""
 
     def __init__(self, env=None):
         self.env, self.db = env, None
+        self.new = []
+
+    def _connect(self, path):
+        import sqlite3
+
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE IF NOT EXISTS paid2 (key INTEGER PRIMARY KEY, session TEXT NOT NULL)")
+        return db
 
     def _open(self):
         import sqlite3
@@ -224,23 +236,23 @@ class Billing:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         os.close(fd)
         try:
-            self.db = sqlite3.connect(path, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("CREATE TABLE IF NOT EXISTS paid (key TEXT PRIMARY KEY, session TEXT NOT NULL)")
+            self.db = self._connect(path)
         except sqlite3.DatabaseError:
             # unreadable: start it again (what it knew is lost, not what the sessions hold)
-            self.db = None
             for suffix in ("", "-wal", "-shm"):
                 try:
                     os.unlink(path + suffix)
                 except OSError:
                     pass
-            self.db = sqlite3.connect(path, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("CREATE TABLE paid (key TEXT PRIMARY KEY, session TEXT NOT NULL)")
+            self.db = self._connect(path)
         self.db.execute("BEGIN")
+
+    @staticmethod
+    def _key(name):
+        import hashlib
+
+        return int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                              "big") >> 1
 
     def payer(self, billing, sid):
         """The session that paid for this response (sid when it is the first).
@@ -248,27 +260,29 @@ class Billing:
         keys of a file's first copies are written together at `commit`."""
         if self.db is None:
             self._open()
-            self.new = []
         mid, rid, side = (list(billing) + [None, None, False])[:3]
-        mid = str(mid)
+        key = self._key
+        m = key(f"m:{mid}")
         if side:
-            row = self.db.execute("SELECT session FROM paid WHERE key = ?", ("m:" + mid,)).fetchone()
+            row = self.db.execute("SELECT session FROM paid2 WHERE key = ?", (m,)).fetchone()
         else:
-            row = self.db.execute("SELECT session FROM paid WHERE key IN (?, ?) LIMIT 1",
-                                  (f"p:{mid}\0{rid}", "s:" + mid)).fetchone()
+            p, sd = key(f"p:{mid}\0{rid}"), key(f"s:{mid}")
+            row = self.db.execute("SELECT session FROM paid2 WHERE key IN (?, ?) LIMIT 1", (p, sd)).fetchone()
         if row is not None:
             return row[0]
-        self.new += [(f"p:{mid}\0{rid}", sid), ("m:" + mid, sid)] + ([("s:" + mid, sid)] if side else [])
+        self.new += [(m, sid), (key(f"s:{mid}"), sid)] if side else [(p, sid), (m, sid)]
         if len(self.new) > 3000:      # a huge file: memory stays bounded (a key found later is its own)
-            self.db.executemany("INSERT OR IGNORE INTO paid VALUES (?, ?)", self.new)
-            self.new = []
+            self._write()
         return sid
+
+    def _write(self):
+        if self.new:
+            self.db.executemany("INSERT OR IGNORE INTO paid2 VALUES (?, ?)", self.new)
+            self.new = []
 
     def commit(self):
         if self.db is not None:
-            if self.new:
-                self.db.executemany("INSERT OR IGNORE INTO paid VALUES (?, ?)", self.new)
-                self.new = []
+            self._write()
             self.db.execute("COMMIT")
             self.db.execute("BEGIN")
 

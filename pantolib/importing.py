@@ -221,6 +221,7 @@ class Billing:
         db = sqlite3.connect(path, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA mmap_size=268435456")
         db.execute("CREATE TABLE IF NOT EXISTS paid2 (key INTEGER PRIMARY KEY, session TEXT NOT NULL)")
         return db
 
@@ -274,6 +275,11 @@ class Billing:
         if len(self.new) > 3000:      # a huge file: memory stays bounded (a key found later is its own)
             self._write()
         return sid
+
+    def flush(self):
+        """Write the keys of first copies met since the last flush (in the open transaction)."""
+        if self.db is not None:
+            self._write()
 
     def _write(self):
         if self.new:
@@ -340,7 +346,7 @@ def everything(names, dry_run, verbose, warn, env=None):
     old = load_index(env)
     index = {}
     billing = Billing(env)
-    run = _Run(env, summary, index, warn)
+    run = _Run(env, summary, index, warn, billing)
     try:
         for name, mod in available(names or agents.AGENTS):
             try:
@@ -386,8 +392,8 @@ def everything(names, dry_run, verbose, warn, env=None):
 class _Run:
     """The syncs in flight, and what follows each: the source's record."""
 
-    def __init__(self, env, summary, index, warn):
-        self.env, self.summary, self.index, self.warn = env, summary, index, warn
+    def __init__(self, env, summary, index, warn, billing):
+        self.env, self.summary, self.index, self.warn, self.billing = env, summary, index, warn, billing
         self.pool = None
         self.jobs = []
         self.dirs = set()
@@ -399,23 +405,33 @@ class _Run:
             self.pool = ThreadPoolExecutor(IN_FLIGHT)
         self.jobs.append((source, st, job, self.pool.submit(job.finish)))
         if len(self.jobs) >= 2 * IN_FLIGHT:
-            self._settle(self.jobs.pop(0))
+            self._settle(IN_FLIGHT)
 
-    def _settle(self, item):
-        source, st, job, future = item
-        try:
-            future.result()
-            if job.new_dir is not None:
-                self.dirs.add(job.new_dir)
-            if save(source, job.record(), self.env):
-                self.index[source] = identity(st)
-        except (PantoError, OSError) as e:
-            self.warn(f"{source}: {getattr(e, 'strerror', None) or e}")
-            self.summary.failed += 1
+    def _settle(self, n):
+        """The oldest n jobs: their syncs done, who paid for their responses
+        committed (once for them all), then their records saved."""
+        group, self.jobs = self.jobs[:n], self.jobs[n:]
+        done = []
+        for source, st, job, future in group:
+            try:
+                future.result()
+                if job.new_dir is not None:
+                    self.dirs.add(job.new_dir)
+                done.append((source, st, job))
+            except (PantoError, OSError) as e:
+                self.warn(f"{source}: {getattr(e, 'strerror', None) or e}")
+                self.summary.failed += 1
+        self.billing.commit()
+        for source, st, job in done:
+            try:
+                if save(source, job.record(), self.env):
+                    self.index[source] = identity(st)
+            except OSError as e:
+                self.warn(f"{source}: {e.strerror or e}")
+                self.summary.failed += 1
 
     def wait(self):
-        while self.jobs:
-            self._settle(self.jobs.pop(0))
+        self._settle(len(self.jobs))
         from pantolib import files
 
         for d in sorted(self.dirs):
@@ -521,5 +537,5 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
         summary.unchanged += 1
     if dry_run:
         return None
-    billing.commit()
+    billing.flush()         # the next files see this one's first copies (committed with its group)
     return _Job(batch, reader, st, source, target, sid)

@@ -6,7 +6,6 @@ import shutil
 import signal
 import subprocess
 
-import orjson
 import pytest
 from builders import lines, read
 from conftest import assert_clean_error, log

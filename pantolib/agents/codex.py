@@ -21,7 +21,6 @@ from pantolib import agents
 
 NAME = "codex"
 API = "openai_responses"
-TYPES = (b'"session_meta"', b'"response_item"', b'"event_msg"', b'"turn_context"', b'"compacted"')
 FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens",
           "cache_write_input_tokens")
 

@@ -213,3 +213,13 @@ def test_one_sync_per_session_file_per_run(agents_home, tmp_path):
     grown = syncs()
     assert sorted(grown.values()) == [1, 1, 1] and all(p.endswith(".jsonl") for p in grown), grown
     assert syncs() == {}
+
+
+def test_an_archived_copy_of_an_active_rollout_is_left_out(agents_home):
+    write(cx_path(agents_home), cx_session(n=2))
+    write(cx_path(agents_home, archived=True), cx_session(n=1))       # the same rollout, archived earlier
+    other = "0199aaaa-bbbb-7ccc-8ddd-000000000007"
+    write(cx_path(agents_home, other, archived=True), cx_session(other, n=1))
+    assert run_all().startswith("panto-log: 2 sessions (2 new")
+    assert len(lines(read(session_file(CX_SID, "/home/u/cx")))) == 5
+    assert os.path.exists(session_file(other, "/home/u/cx"))

@@ -395,7 +395,8 @@ class _Run:
     def __init__(self, env, summary, index, warn, billing):
         self.env, self.summary, self.index, self.warn, self.billing = env, summary, index, warn, billing
         self.pool = None
-        self.jobs = []
+        self.jobs = []            # (source, stat, job, future of its sync)
+        self.saves = []           # (source, stat, future of its record's save)
         self.dirs = set()
 
     def submit(self, source, st, job):
@@ -422,16 +423,24 @@ class _Run:
                 self.warn(f"{source}: {getattr(e, 'strerror', None) or e}")
                 self.summary.failed += 1
         self.billing.commit()
-        for source, st, job in done:
-            try:
-                if save(source, job.record(), self.env):
-                    self.index[source] = identity(st)
-            except OSError as e:
-                self.warn(f"{source}: {e.strerror or e}")
-                self.summary.failed += 1
+        for source, st, job in done:        # saved by the pool too: a new file's creation waits on the journal
+            self.saves.append((source, st, self.pool.submit(save, source, job.record(), self.env)))
+        while len(self.saves) > 4 * IN_FLIGHT:
+            self._saved(self.saves.pop(0))
+
+    def _saved(self, item):
+        source, st, future = item
+        try:
+            if future.result():
+                self.index[source] = identity(st)
+        except OSError as e:
+            self.warn(f"{source}: {e.strerror or e}")
+            self.summary.failed += 1
 
     def wait(self):
         self._settle(len(self.jobs))
+        while self.saves:
+            self._saved(self.saves.pop(0))
         from pantolib import files
 
         for d in sorted(self.dirs):

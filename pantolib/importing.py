@@ -356,17 +356,19 @@ def everything(names, dry_run, verbose, warn, env=None):
                 summary.failed += 1
                 continue
             changed = []
+            stat, get, same = os.stat, old.get, 0        # the loop of a run where nothing changed
             for source in found:
                 try:
-                    st = os.stat(_file_of(source))
+                    st = stat(source if "#" not in source else _file_of(source))
                 except OSError:
                     continue
-                ident = identity(st)
-                if old.get(source) == ident:
+                ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+                if get(source) == ident:
                     index[source] = ident
-                    summary.unchanged += 1
+                    same += 1
                 else:
                     changed.append((source, st))
+            summary.unchanged += same
             if hasattr(mod, "order") and len(changed) > 1:
                 stats = dict(changed)
                 changed = [(s, stats[s]) for s in mod.order(list(stats))]

@@ -187,12 +187,14 @@ def place(tmp, path, data):
     return True
 
 
-def create(path, data, what):
+def create(path, data, what, sync_dir=True):
     """Make a file at path holding data, whole or not at all: written to a
     temporary file beside it (mode 0600, locked while live), synced, then
     put in place without ever replacing a file that appeared meanwhile
     (False then). Missing directories are made (0700); on a failure no
-    temporary file and none of them is left, and the error says `what`."""
+    temporary file and none of them is left, and the error says `what`.
+    sync_dir=False leaves the directory's sync, and the removal of stale
+    temporary files in it, to the caller (once for many files made there)."""
     import tempfile
 
     directory = os.path.dirname(os.path.abspath(path))
@@ -200,7 +202,7 @@ def create(path, data, what):
     fd = tmp = None
     try:
         made = make_dirs(directory)
-        if not made:
+        if not made and sync_dir:
             remove_stale(directory)
         fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=TMP_SUFFIX, dir=directory)
         fcntl.flock(fd, fcntl.LOCK_EX)    # a live creation: never stale
@@ -208,7 +210,8 @@ def create(path, data, what):
         write_all(fd, data)
         os.fsync(fd)
         created = place(tmp, path, data)
-        fsync_dir(directory)
+        if sync_dir:
+            fsync_dir(directory)
     except OSError as e:
         if fd is not None:
             os.close(fd)

@@ -51,16 +51,40 @@ def save(source, record, env=None):
 
 
 def _index_path(env=None):
-    return os.path.join(_dir(env), "index.json")
+    return os.path.join(_dir(env), "index.marshal")
+
+
+_INDEX = b"panto-import-index"
 
 
 def load_index(env=None):
-    data = cache.load(_index_path(env), VERSION)
+    """{source: identity} of the last run: one file, read without orjson (a
+    run where nothing changed reads it, lists and stats the sources, and
+    stops). marshal's format 0 with a CRC-32; anything else reads as empty."""
+    import marshal
+    import zlib
+
+    try:
+        with open(_index_path(env), "rb") as f:
+            head = f.readline(100).split()
+            if len(head) != 4 or head[0] != _INDEX or head[1] != b"%d" % VERSION:
+                return {}
+            body = f.read()
+        if len(body) != int(head[3]) or zlib.crc32(body) != int(head[2]):
+            return {}
+        data = marshal.loads(body)
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
     return data if type(data) is dict else {}
 
 
 def save_index(index, env=None):
-    return cache.save(_index_path(env), VERSION, index)
+    import marshal
+    import zlib
+
+    body = marshal.dumps(index, 0)
+    return cache.write_private(_index_path(env), b"%s %d %d %d\n" % (_INDEX, VERSION, zlib.crc32(body),
+                                                                      len(body)), body)
 
 
 def _file_of(source):
@@ -71,7 +95,7 @@ def _file_of(source):
 
 
 def identity(st):
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _crc_before(path, end):
@@ -183,10 +207,23 @@ class Billing:
     """Which session paid for each API response imported (SQLite, opened on
     first use): the first session a response is imported into keeps its
     usage; a copy elsewhere is written with billedIn. Known by (message id,
-    request id), and by message id alone when a copy is in a sidechain."""
+    request id), and by message id alone when a copy is in a sidechain.
+    Keys are 63-bit hashes of those names (an integer primary key: one
+    B-tree lookup each)."""
 
     def __init__(self, env=None):
         self.env, self.db = env, None
+        self.new = []
+
+    def _connect(self, path):
+        import sqlite3
+
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA mmap_size=268435456")
+        db.execute("CREATE TABLE IF NOT EXISTS paid2 (key INTEGER PRIMARY KEY, session TEXT NOT NULL)")
+        return db
 
     def _open(self):
         import sqlite3
@@ -200,51 +237,64 @@ class Billing:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         os.close(fd)
         try:
-            self.db = sqlite3.connect(path, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("CREATE TABLE IF NOT EXISTS paid (key TEXT PRIMARY KEY, session TEXT NOT NULL)")
+            self.db = self._connect(path)
         except sqlite3.DatabaseError:
             # unreadable: start it again (what it knew is lost, not what the sessions hold)
-            self.db = None
             for suffix in ("", "-wal", "-shm"):
                 try:
                     os.unlink(path + suffix)
                 except OSError:
                     pass
-            self.db = sqlite3.connect(path, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("CREATE TABLE paid (key TEXT PRIMARY KEY, session TEXT NOT NULL)")
+            self.db = self._connect(path)
         self.db.execute("BEGIN")
 
-    def _get(self, key):
-        row = self.db.execute("SELECT session FROM paid WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
+    @staticmethod
+    def _key(name):
+        import hashlib
+
+        return int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                              "big") >> 1
 
     def payer(self, billing, sid):
-        """The session that paid for this response (sid when it is the first)."""
+        """The session that paid for this response (sid when it is the first).
+        Within one file a response comes once (the reader sees to it), so the
+        keys of a file's first copies are written together at `commit`."""
         if self.db is None:
             self._open()
         mid, rid, side = (list(billing) + [None, None, False])[:3]
-        mid = str(mid)
+        key = self._key
+        m = key(f"m:{mid}")
         if side:
-            other = self._get("m:" + mid)
+            row = self.db.execute("SELECT session FROM paid2 WHERE key = ?", (m,)).fetchone()
         else:
-            other = self._get(f"p:{mid}\0{rid}") or self._get("s:" + mid)
-        if other is not None:
-            return other
-        keys = [(f"p:{mid}\0{rid}", sid), ("m:" + mid, sid)] + ([("s:" + mid, sid)] if side else [])
-        self.db.executemany("INSERT OR IGNORE INTO paid VALUES (?, ?)", keys)
+            p, sd = key(f"p:{mid}\0{rid}"), key(f"s:{mid}")
+            row = self.db.execute("SELECT session FROM paid2 WHERE key IN (?, ?) LIMIT 1", (p, sd)).fetchone()
+        if row is not None:
+            return row[0]
+        self.new += [(m, sid), (key(f"s:{mid}"), sid)] if side else [(p, sid), (m, sid)]
+        if len(self.new) > 3000:      # a huge file: memory stays bounded (a key found later is its own)
+            self._write()
         return sid
+
+    def flush(self):
+        """Write the keys of first copies met since the last flush (in the open transaction)."""
+        if self.db is not None:
+            self._write()
+
+    def _write(self):
+        if self.new:
+            self.db.executemany("INSERT OR IGNORE INTO paid2 VALUES (?, ?)", self.new)
+            self.new = []
 
     def commit(self):
         if self.db is not None:
+            self._write()
             self.db.execute("COMMIT")
             self.db.execute("BEGIN")
 
     def close(self):
         if self.db is not None:
+            self.commit()
             self.db.execute("COMMIT")
             self.db.close()
             self.db = None
@@ -275,13 +325,28 @@ class Summary:
         return s
 
 
+IN_FLIGHT = 8      # sessions whose sync runs while the next sources are read
+
+
 def everything(names, dry_run, verbose, warn, env=None):
-    """Import every source of the named agents (all when empty); the summary."""
+    """Import every source of the named agents (all when empty); the summary.
+
+    Sources are read one after the other (in each agent's order: copies are
+    billed in it); each session file's single sync runs in a small pool of
+    threads while the next sources are read, so that the disk's waits
+    overlap. A source's record is saved once its file is synced; the
+    directories of new files are synced once each at the end (a record whose
+    file did not survive a power loss finds it missing and reads the source
+    again from the top)."""
     env = os.environ if env is None else env
+    for name in names:
+        if name not in agents.AGENTS:
+            raise PantoError(f"unknown agent '{name}' (one of {', '.join(agents.AGENTS)})")
     summary = Summary()
     old = load_index(env)
     index = {}
     billing = Billing(env)
+    run = _Run(env, summary, index, warn, billing)
     try:
         for name, mod in available(names or agents.AGENTS):
             try:
@@ -291,41 +356,142 @@ def everything(names, dry_run, verbose, warn, env=None):
                 summary.failed += 1
                 continue
             changed = []
+            stat, get, same = os.stat, old.get, 0        # the loop of a run where nothing changed
             for source in found:
                 try:
-                    st = os.stat(_file_of(source))
+                    st = stat(source if "#" not in source else _file_of(source))
                 except OSError:
                     continue
-                ident = identity(st)
-                if old.get(source) == ident:
+                ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+                if get(source) == ident:
                     index[source] = ident
-                    summary.unchanged += 1
+                    same += 1
                 else:
                     changed.append((source, st))
+            summary.unchanged += same
             if hasattr(mod, "order") and len(changed) > 1:
                 stats = dict(changed)
                 changed = [(s, stats[s]) for s in mod.order(list(stats))]
             for source, st in changed:
                 try:
-                    ok = _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
+                    job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
                 except (PantoError, OSError) as e:
                     warn(f"{source}: {getattr(e, 'strerror', None) or e}")
                     summary.failed += 1
                     continue
-                if ok and not dry_run:
-                    index[source] = identity(st)
+                if job is not None:
+                    run.submit(source, st, job)
+        run.wait()
     finally:
+        run.close()
         if not dry_run:
             billing.close()
             if index != old:
                 save_index(index, env)
-        else:
-            billing.db = None
     return summary
 
 
-def _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, env):
-    """Bring one source in; True when its record was saved (or nothing to save)."""
+class _Run:
+    """The syncs in flight, and what follows each: the source's record."""
+
+    def __init__(self, env, summary, index, warn, billing):
+        self.env, self.summary, self.index, self.warn, self.billing = env, summary, index, warn, billing
+        self.pool = None
+        self.jobs = []            # (source, stat, job, future of its sync)
+        self.saves = []           # (source, stat, future of its record's save)
+        self.dirs = set()
+
+    def submit(self, source, st, job):
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(IN_FLIGHT)
+        self.jobs.append((source, st, job, self.pool.submit(job.finish)))
+        if len(self.jobs) >= 2 * IN_FLIGHT:
+            self._settle(IN_FLIGHT)
+
+    def _settle(self, n):
+        """The oldest n jobs: their syncs done, who paid for their responses
+        committed (once for them all), then their records saved."""
+        group, self.jobs = self.jobs[:n], self.jobs[n:]
+        done = []
+        for source, st, job, future in group:
+            try:
+                future.result()
+                if job.new_dir is not None:
+                    self.dirs.add(job.new_dir)
+                done.append((source, st, job))
+            except (PantoError, OSError) as e:
+                self.warn(f"{source}: {getattr(e, 'strerror', None) or e}")
+                self.summary.failed += 1
+        self.billing.commit()
+        for source, st, job in done:        # saved by the pool too: a new file's creation waits on the journal
+            self.saves.append((source, st, self.pool.submit(save, source, job.record(), self.env)))
+        while len(self.saves) > 4 * IN_FLIGHT:
+            self._saved(self.saves.pop(0))
+
+    def _saved(self, item):
+        source, st, future = item
+        try:
+            if future.result():
+                self.index[source] = identity(st)
+        except OSError as e:
+            self.warn(f"{source}: {e.strerror or e}")
+            self.summary.failed += 1
+
+    def wait(self):
+        self._settle(len(self.jobs))
+        while self.saves:
+            self._saved(self.saves.pop(0))
+        from pantolib import files
+
+        for d in sorted(self.dirs):
+            files.remove_stale(d)
+            try:
+                files.fsync_dir(d)
+            except OSError:
+                pass
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+
+class _Job:
+    """One source read: its session's batch to finish (the sync), then its record."""
+
+    def __init__(self, batch, reader, st, source, target, sid):
+        self.batch, self.reader, self.st, self.source, self.target, self.sid = \
+            batch, reader, st, source, target, sid
+        self.deferred = False
+        self.new_dir = None
+
+    def finish(self):
+        try:
+            if self.batch is not None:
+                created = self.batch.file is None
+                self.deferred = self.batch.finish() is None
+                if created and not self.deferred:
+                    self.new_dir = os.path.dirname(self.target)
+        finally:
+            if self.batch is not None:
+                self.batch.close()
+
+    def record(self):
+        st = self.st
+        if self.deferred:
+            # no assistant entry yet: nothing written; read it again from the top once it changes
+            return {"dev": st.st_dev, "ino": st.st_ino, "end": 0, "crc": 0, "state": None, "session": None,
+                    "sid": None}
+        file = _file_of(self.source)
+        crc = _crc_before(file, self.reader.end) if file == self.source else 0
+        return {"dev": st.st_dev, "ino": st.st_ino, "end": self.reader.end, "crc": crc,
+                "state": self.reader.state, "session": self.target, "sid": self.sid}
+
+
+def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env):
+    """Read one source on from its remembered offset into a Batch (nothing
+    synced yet); the _Job that finishes it, or None (a dry run)."""
     from pantolib import session, stream
 
     rec = load(source, env)
@@ -337,22 +503,23 @@ def _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, en
     batch = None
     sid = rec.get("sid") if rec and start else None
     added = 0
-    deferred = False
+    existed = start > 0
     try:
         for obj in reader:
             if obj.get("type") == "session":
                 sid = obj["id"]
                 target = paths.session_path(obj, env)
+                existed = os.path.lexists(target)
                 if not dry_run:
-                    batch = session.Batch(target, obj, stream.dumps(obj), env=env, warn=warn)
+                    batch = session.Batch(target, obj, stream.dumps(obj), env=env, warn=warn, sync_dir=False)
                 continue
             if batch is None and not dry_run:
                 if target is None:
                     raise PantoError("the source gave entries before its session header")
-                batch = session.Batch(target, None, None, env=env, warn=warn)
+                batch = session.Batch(target, None, None, env=env, warn=warn, sync_dir=False)
             b = obj.pop("_billing", None)
-            if b is not None and sid is not None:
-                payer = billing.payer(b, sid) if not dry_run else sid
+            if b is not None and sid is not None and not dry_run:
+                payer = billing.payer(b, sid)
                 if payer != sid:
                     m = obj["message"]
                     m.pop("usage", None)
@@ -361,36 +528,25 @@ def _import_source(mod, source, st, dry_run, verbose, warn, summary, billing, en
                 added += 1
             elif batch.add(stream.dumps(obj), obj):
                 added += 1
-        if batch is not None:
-            written = batch.finish()
-            deferred = written is None
-    finally:
+    except BaseException:
         if batch is not None:
             batch.close()
+        raise
     for k, v in reader.skipped.items():
         summary.skipped[k] = summary.skipped.get(k, 0) + v
     summary.bad += len(reader.bad)
     if reader.bad:
         _report_bad(source, reader, warn, verbose)
-    if deferred:
-        added = 0
+    if batch is not None and batch.file is None and not batch.assistant:
+        added = 0                                   # deferred: nothing will be written
     summary.entries += added
-    if start == 0 and added:
+    if added and not existed:
         summary.new += 1
     elif added:
         summary.grown += 1
     else:
         summary.unchanged += 1
     if dry_run:
-        return False
-    billing.commit()
-    if deferred:
-        # no assistant entry yet: nothing written; read it again from the top once it changes
-        record = {"dev": st.st_dev, "ino": st.st_ino, "end": 0, "crc": 0, "state": None, "session": None,
-                  "sid": None}
-    else:
-        file = _file_of(source)
-        crc = _crc_before(file, reader.end) if file == source else 0
-        record = {"dev": st.st_dev, "ino": st.st_ino, "end": reader.end, "crc": crc, "state": reader.state,
-                  "session": target, "sid": sid}
-    return save(source, record, env)
+        return None
+    billing.flush()         # the next files see this one's first copies (committed with its group)
+    return _Job(batch, reader, st, source, target, sid)

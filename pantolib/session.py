@@ -644,18 +644,20 @@ class Batch:
     recognised by id. (Lines from a stream go through Writer: durable one
     by one.)"""
 
-    LIMIT = 32 << 20        # bytes held in memory while the file is not created yet
+    LIMIT = 4 << 20         # bytes held in memory while the file is not created yet
 
-    def __init__(self, path, header, header_raw, env=None, warn=None):
+    def __init__(self, path, header, header_raw, env=None, warn=None, sync_dir=True):
         self.path, self.env, self.warn = path, env, warn or (lambda message: None)
+        self.sync_dir = sync_dir      # False: the caller syncs the directory of a new file
         self.header, self.header_raw = header, header_raw
         self.file = None
-        self.pending = [(header_raw, None)] if header_raw is not None else []
+        self.pending = [header_raw] if header_raw is not None else []
         self.pending_size = 0
         self.ids = set()
         self.assistant = False
         self.buf, self.buf_size = [], 0
         self.written = 0
+        self.lean = False         # made by this batch: no index nodes kept
         if os.path.lexists(path):
             self._open()
         elif header_raw is None:
@@ -681,14 +683,15 @@ class Batch:
             return False
         if self.file is None:
             self.ids.add(eid)
-            self.pending.append((raw, obj))
+            self.pending.append(raw)
             self.pending_size += len(raw)
             self.assistant = self.assistant or stream.is_assistant(obj)
             if self.assistant and self.pending_size > self.LIMIT:
                 self._create()
             return True
         f = self.file
-        f.ids[eid] = index.node(obj, f.size + self.buf_size, f.size + self.buf_size + len(raw))
+        if not self.lean:
+            f.ids[eid] = index.node(obj, f.size + self.buf_size, f.size + self.buf_size + len(raw))
         f.leaf = eid
         self.buf.append(raw)
         self.buf_size += len(raw)
@@ -707,14 +710,18 @@ class Batch:
                 f._cut_back(start, e)
             f.size += self.buf_size
             f.lines += len(self.buf)
-            f.dirty = True
+            f.dirty = not self.lean
             self.buf, self.buf_size = [], 0
 
     def _create(self):
-        data = b"".join(raw for raw, _ in self.pending)
-        if files.create(self.path, data, "could not create the session file"):
+        data = b"".join(self.pending)
+        if files.create(self.path, data, "could not create the session file", self.sync_dir):
             self.written += len(self.pending) - 1
-            self.file = _File.created(self.path, self.header, self.header_raw, {}, self.pending, self.env)
+            # What this run adds next has ids of its own (the reader gives each once):
+            # no node is kept per entry, and so no index cache is written for the file.
+            self.file = _File.created(self.path, self.header, self.header_raw, {}, [], self.env)
+            self.file.size, self.file.lines, self.file.dirty = len(data), len(self.pending), False
+            self.lean = True
             self.file.hold()
             self.pending, self.ids = [], set()
             return
@@ -722,8 +729,8 @@ class Batch:
         waiting, self.pending, self.ids = self.pending[1:], [], set()
         files.wait_for_content(self.path)
         self._open()
-        for raw, obj in waiting:
-            self.add(raw, obj)
+        for raw in waiting:
+            self.add(raw, stream.loads(raw))
 
     def finish(self):
         """Make everything added durable: create the file (when an assistant

@@ -6,7 +6,6 @@ import shutil
 import signal
 import subprocess
 
-import orjson
 import pytest
 from builders import lines, read
 from conftest import assert_clean_error, log
@@ -126,6 +125,7 @@ def test_dry_run_and_from_and_an_unreadable_agent_directory(agents_home):
     assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])
     assert not os.path.exists(os.path.join(os.environ["XDG_STATE_HOME"], "panto"))
     assert run_all("--from=codex").startswith("panto-log: 1 session (1 new")
+    assert_clean_error(log("import", "--all", "--from=vim"), 1, "panto-log")
     assert not os.path.exists(session_file(CC_SID, "/home/u/proj"))
     # claude-code's projects folder cannot be listed: reported, the rest goes on
     shutil.rmtree(os.path.join(agents_home, "claude", "projects"))
@@ -178,3 +178,48 @@ def test_kill_9_at_any_moment_then_a_clean_run_leaves_every_session_whole(agents
            if not os.path.basename(p).startswith(".")}
     assert got == expected
     assert run_all(env=env).endswith("(0 new, 0 grown, 40 unchanged), added 0 entries")
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_one_sync_per_session_file_per_run(agents_home, tmp_path):
+    """Counted with strace: a new session file is synced once (its creation),
+    a grown one once (after all its new lines), whatever their lengths."""
+    for i in range(3):
+        write(cc_path(agents_home, f"{i:08x}-2222-4333-8444-555555555555"),
+              cc_session(f"{i:08x}-2222-4333-8444-555555555555", n=40))
+    trace = tmp_path / "trace"
+
+    def syncs():
+        p = subprocess.run(["strace", "-f", "-y", "-qq", "-e", "trace=fsync,fdatasync,pwritev2", "-o", str(trace),
+                            shutil.which("panto-log"), "import", "--all"], capture_output=True)
+        if p.returncode != 0 and b"ptrace" in p.stderr:
+            pytest.skip("ptrace is not permitted here")
+        assert p.returncode == 0, p.stderr
+        counts = {}
+        for line in trace.read_text().splitlines():
+            if "sync(" in line or "RWF_DSYNC" in line:
+                path = line.split("<", 1)[1].split(">", 1)[0] if "<" in line else "?"
+                if path.endswith(".jsonl") or "/.panto-" in path:
+                    counts[path] = counts.get(path, 0) + 1
+        return counts
+
+    first = syncs()
+    assert len(first) == 3 and set(first.values()) == {1}, first       # each creation's temporary file
+    for i in range(3):
+        sid = f"{i:08x}-2222-4333-8444-555555555555"
+        more = cc_session(sid, n=30, start=40)
+        more[0]["parentUuid"] = f"{sid[:8]}-b39"
+        write(cc_path(agents_home, sid), more, mode="ab")
+    grown = syncs()
+    assert sorted(grown.values()) == [1, 1, 1] and all(p.endswith(".jsonl") for p in grown), grown
+    assert syncs() == {}
+
+
+def test_an_archived_copy_of_an_active_rollout_is_left_out(agents_home):
+    write(cx_path(agents_home), cx_session(n=2))
+    write(cx_path(agents_home, archived=True), cx_session(n=1))       # the same rollout, archived earlier
+    other = "0199aaaa-bbbb-7ccc-8ddd-000000000007"
+    write(cx_path(agents_home, other, archived=True), cx_session(other, n=1))
+    assert run_all().startswith("panto-log: 2 sessions (2 new")
+    assert len(lines(read(session_file(CX_SID, "/home/u/cx")))) == 5
+    assert os.path.exists(session_file(other, "/home/u/cx"))

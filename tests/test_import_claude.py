@@ -5,7 +5,7 @@ import orjson
 import pytest
 from builders import lines
 from conftest import assert_clean_error, log
-from fixtures.records import (CC_SID, cc_assistant, cc_common, cc_path, cc_session, cc_text, cc_usage, cc_user,
+from fixtures.records import (CC_SID, cc_assistant, cc_common, cc_session, cc_text, cc_usage, cc_user,
                               write)
 
 from pantolib.agents import claude_code

@@ -109,6 +109,29 @@ def test_a_fork_does_not_import_its_parents_replay(tmp_path):
     assert replies(out)[0]["usage"] == {"input": 900, "output": 7}
 
 
+def test_a_fork_beside_its_parent_skips_the_prefix_equal_to_the_parents_records(tmp_path):
+    parent = cx_session(n=2)
+    write(tmp_path / f"rollout-2025-09-01T10-00-00-{CX_SID}.jsonl", parent)
+    child_id = "0199aaaa-bbbb-7ccc-8ddd-000000000009"
+    own = [cx_msg("2025-09-01T10:05:00.000Z", "user", "fork question"),
+           cx_msg("2025-09-01T10:05:01.000Z", "assistant", "fork answer"),
+           cx_tokens("2025-09-01T10:05:02.000Z", (2001 + 900, 800, 61 + 7, 20))]   # totals only
+    f = write(tmp_path / f"rollout-2025-09-01T10-05-00-{child_id}.jsonl",
+              [cx_meta(sid=child_id, ts="2025-09-01T10:05:00.000Z", forked_from_id=CX_SID), *parent[1:], *own])
+    out = stream_of(f)
+    assert [o["message"]["content"][0]["text"] for o in out[1:]] == ["fork question", "fork answer"]
+    # the replayed totals are where the fork's own count starts from
+    assert replies(out)[0]["usage"] == {"input": 900, "output": 7}
+    one = list(codex.Reader(str(f)))
+    data = f.read_bytes()
+    for cut in [i + 1 for i, c in enumerate(data) if c == 10]:
+        f.write_bytes(data[:cut])
+        r1 = codex.Reader(str(f))
+        got = list(r1)
+        f.write_bytes(data)
+        assert got + list(codex.Reader(str(f), r1.end, orjson.loads(orjson.dumps(r1.state)))) == one, cut
+
+
 def test_a_sub_agent_rollout_names_its_parent(tmp_path):
     f = write(tmp_path / "r.jsonl", [
         cx_meta(sid="child-thread", source={"subagent": {"thread_spawn": {"parent_thread_id": CX_SID,

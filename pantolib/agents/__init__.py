@@ -23,8 +23,6 @@ for de-duplication across files); the driver removes it before writing.
 The helpers below make the parts every module writes alike: session ids, entry
 ids, the header, message entries, stop reasons, usage and timestamps.
 """
-import uuid
-
 AGENTS = ("claude-code", "codex", "pi", "opencode")
 
 
@@ -46,6 +44,8 @@ def module(name):
 def session_uuid(agent, source_id):
     """The panto session id of a source session: its own id when that is a
     canonical UUID (lowercased), else uuid5(NAMESPACE_URL, "AGENT:SOURCE-ID")."""
+    import uuid
+
     s = str(source_id)
     try:
         u = uuid.UUID(s)
@@ -60,7 +60,7 @@ def _candidate(key, n):
     import hashlib
 
     data = (key if n == 0 else f"{key}#{n}").encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=8).hexdigest()
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
 
 class Ids:
@@ -70,49 +70,45 @@ class Ids:
     A key's id is the first 8 hex digits of a hash of the key; when another
     key already holds those, of the key + "#1", "#2", ... (a collision is
     resolved the same way every run). `taken` remembers each id given with
-    8 more digits of its hash (16 hex characters), so that a later run told
-    the list knows whether an id it meets again is this key's or another's:
-    `get` of a key seen in an earlier run gives its id again."""
+    8 more digits of its hash (16 hex characters, sorted), so that a later
+    run told the list knows whether an id it meets again is this key's or
+    another's: `get` of a key seen in an earlier run gives its id again.
+    Memory: two small ints per id given, nothing per key."""
 
     def __init__(self, taken=()):
-        self._full = set(taken)
-        self._ids = {t[:8] for t in self._full}
-        self._order = list(taken)
-        self._known = {}
+        self._full = {int(t, 16) for t in taken}
+        self._ids = {v >> 32 for v in self._full}
 
     @property
     def taken(self):
-        return self._order
+        return [f"{v:016x}" for v in sorted(self._full)]
 
     def get(self, key):
-        known = self._known.get(key)
-        if known is not None:
-            return known
         n = 0
         while True:
             c = _candidate(key, n)
-            if c in self._full:          # this key's, from an earlier run
+            if c in self._full:          # this key's (this run, or an earlier one)
                 break
-            if c[:8] not in self._ids:   # free: this key's from now on
+            if c >> 32 not in self._ids:  # free: this key's from now on
                 self._full.add(c)
-                self._ids.add(c[:8])
-                self._order.append(c)
+                self._ids.add(c >> 32)
                 break
             n += 1
-        self._known[key] = c[:8]
-        return c[:8]
+        return f"{c >> 32:08x}"
 
     def has(self, key):
         """Whether `key` already has an id (this run or an earlier one)."""
-        if key in self._known:
-            return True
+        return self.find(key) is not None
+
+    def find(self, key):
+        """The id `key` has, or None when it has none yet (nothing is given)."""
         n = 0
         while True:
             c = _candidate(key, n)
             if c in self._full:
-                return True
-            if c[:8] not in self._ids:
-                return False
+                return f"{c >> 32:08x}"
+            if c >> 32 not in self._ids:
+                return None
             n += 1
 
 

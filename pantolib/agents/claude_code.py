@@ -206,7 +206,7 @@ class Reader:
         self.alias = dict(s.get("alias", {}))  # uuid of a record left out -> the id standing for it
         self.titled = s.get("titled", False)  # a person's title was imported
         self.title = s.get("title")           # the last title imported
-        self.seen = set(s.get("seen", ()))    # message ids of responses already imported here
+        self.seen = set(s.get("seen", ()))    # hashes of the message ids of responses imported here
         self.sid = s.get("sid")
         self.headed = s.get("headed", False)
         self.ts = s.get("ts")                 # the time of the last entry
@@ -228,8 +228,9 @@ class Reader:
     def _parent(self, uuid):
         if uuid is None:
             return None
-        if self.ids.has(uuid):
-            return self.ids.get(uuid)
+        found = self.ids.find(uuid)
+        if found is not None:
+            return found
         if uuid in self.alias:
             return self.alias[uuid]
         return self.last
@@ -239,9 +240,14 @@ class Reader:
         self._skip(kind)
         u = rec.get("uuid")
         if isinstance(u, str) and not self.ids.has(u):
-            self.alias[u] = self._parent(rec.get("parentUuid"))
-            while len(self.alias) > ALIASES:
-                del self.alias[next(iter(self.alias))]
+            self._alias(u, self._parent(rec.get("parentUuid")))
+
+    def _alias(self, uuid, eid):
+        """A record left out (or merged) stands for `eid` as a parent; only the
+        most recent ALIASES are kept (a chain names a recent record)."""
+        self.alias[uuid] = eid
+        while len(self.alias) > ALIASES:
+            del self.alias[next(iter(self.alias))]
 
     def _header(self, rec):
         base = os.path.basename(self.source)[:-len(".jsonl")] if self.source.endswith(".jsonl") \
@@ -350,7 +356,7 @@ class Reader:
         if self.model is None:
             del e["model"]
         if summary_rec is not None and isinstance(summary_rec.get("uuid"), str):
-            self.alias[summary_rec["uuid"]] = eid
+            self._alias(summary_rec["uuid"], eid)
         self.last, self.ts = eid, e["timestamp"]
         return e
 
@@ -407,7 +413,7 @@ class Reader:
         parent = self._parent(first.get("parentUuid"))
         for r in recs[1:]:
             if isinstance(r.get("uuid"), str) and not self.ids.has(r["uuid"]):
-                self.alias[r["uuid"]] = eid
+                self._alias(r["uuid"], eid)
         if stop is None:
             stop_value = "toolUse" if any(b["type"] == "toolUse" for b in content) else "stop"
         else:
@@ -416,9 +422,10 @@ class Reader:
         usage = _usage(usage_raw, model)
         billed = None
         if isinstance(mid, str):
-            if mid in self.seen:        # the same response again in this file: paid once
+            h = agents._candidate("msg:" + mid, 0)
+            if h in self.seen:          # the same response again in this file: paid once
                 billed, usage = self.sid, None
-            self.seen.add(mid)
+            self.seen.add(h)
         ts = agents.iso(first.get("timestamp")) or "1970-01-01T00:00:00.000Z"
         self.ts = ts
         e = agents.message(eid, parent, ts, "assistant", content, provider=PROVIDER, model=model, api=API,

@@ -21,7 +21,6 @@ from pantolib import agents
 
 NAME = "codex"
 API = "openai_responses"
-TYPES = (b'"session_meta"', b'"response_item"', b'"event_msg"', b'"turn_context"', b'"compacted"')
 FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens",
           "cache_write_input_tokens")
 
@@ -125,10 +124,12 @@ class Reader:
         s = state or {}
         self.ids = agents.Ids(s.get("taken", ()))
         self.s = {"last": None, "model": None, "provider": "openai", "totals": None, "line": 0, "ts": None,
-                  "sid": None, "title": None, "meta": None, "replay": None, "headed": False}
+                  "sid": None, "title": None, "meta": None, "replay": None, "headed": False,
+                  "parent_path": None, "matched": 0}
         self.s.update({k: v for k, v in s.items() if k != "taken"})
         self.end = start
         self.skipped, self.bad = {}, []
+        self._parents = None      # the parent's records still to compare with (a fork's replay)
 
     @property
     def state(self):
@@ -183,6 +184,9 @@ class Reader:
                     continue
                 if self._replayed(rec, t):
                     self._skip("replay of the parent session")
+                    info = p.get("info") if p.get("type") == "token_count" else None
+                    if type(info) is dict and _counts(info.get("total_token_usage")) is not None:
+                        s["totals"] = _counts(info.get("total_token_usage"))   # the child's go on from them
                     s["line"] = line
                     if turn is None:
                         self.end = end
@@ -226,19 +230,73 @@ class Reader:
             parent, relation = agents.session_uuid(NAME, p["forked_from_id"]), "fork"
         if parent is not None:
             s["replay"] = True
+            s["parent_path"] = self._parent_rollout(str(spawn["parent_thread_id"]) if relation == "subagent"
+                                                    else str(p["forked_from_id"]))
+            s["matched"] = 0
         s["ts"] = s["meta"]
         return agents.header(s["sid"], s["meta"] or "1970-01-01T00:00:00.000Z",
                              p.get("cwd") if isinstance(p.get("cwd"), str) else "/", NAME, self.source, sid_src,
                              parent, relation)
 
-    def _replayed(self, rec, t):
-        """A fork's or sub-agent's copy of its parent's history: the records
-        written before its own session_meta's time."""
+    def _parent_rollout(self, parent_id):
+        """The parent's rollout, when it is at hand: beside this one, else
+        anywhere under the same sessions and archived_sessions folders."""
+        suffix = f"-{parent_id}.jsonl"
+        here = os.path.dirname(os.path.abspath(self.source))
+        try:
+            for n in sorted(os.listdir(here)):
+                if n.endswith(suffix):
+                    return os.path.join(here, n)
+        except OSError:
+            pass
+        d = here
+        while d != os.path.dirname(d) and os.path.basename(d) not in ("sessions", "archived_sessions"):
+            d = os.path.dirname(d)
+        base = os.path.dirname(d)
+        for sub in ("sessions", "archived_sessions"):
+            for root, dirs, files in os.walk(os.path.join(base, sub)):
+                dirs.sort()
+                for n in sorted(files):
+                    if n.endswith(suffix):
+                        return os.path.join(root, n)
+        return None
+
+    def _parent_records(self):
+        """The parent's records after its session_meta, from the first not yet matched."""
         s = self.s
-        if not s["replay"]:
+        try:
+            f = open(s["parent_path"], "rb")
+        except OSError:
+            return
+        with f:
+            n = 0
+            for _, _, _, raw in agents.records(f):
+                rec = agents.parse(raw)
+                if not isinstance(rec, dict) or rec.get("type") == "session_meta":
+                    continue
+                n += 1
+                if n > s["matched"]:
+                    yield rec
+
+    def _replayed(self, rec, t):
+        """A fork's or sub-agent's copy of its parent's history: the prefix of
+        records equal to the parent rollout's (type and payload), when the
+        parent is at hand; else the records written before its own
+        session_meta's time."""
+        s = self.s
+        if not s["replay"] or t == "session_meta":
+            return False
+        if s.get("parent_path"):
+            if self._parents is None:
+                self._parents = self._parent_records()
+            theirs = next(self._parents, None)
+            if theirs is not None and theirs.get("type") == t and theirs.get("payload") == rec.get("payload"):
+                s["matched"] += 1
+                return True
+            s["replay"] = False
             return False
         ts = agents.iso(rec.get("timestamp"))
-        if t != "session_meta" and ts is not None and s["meta"] is not None and ts < s["meta"]:
+        if ts is not None and s["meta"] is not None and ts < s["meta"]:
             return True
         if t in ("response_item", "event_msg", "compacted"):
             s["replay"] = False

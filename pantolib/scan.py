@@ -313,26 +313,44 @@ def tail_timestamp(f):
 
 
 def _last_timestamp(f):
-    size = f.seek(0, os.SEEK_END)
-    pos, tail, want = size, b"", 1 << 12
+    """The rule: of the file's complete lines (each ended by a line feed; what
+    follows the last one is torn or empty), the last TAIL_LINES, newest first,
+    until the header (None) or an entry with a valid timestamp. Read back
+    from the end in growing steps, each byte read and joined once: a line of
+    100 MB costs a read and a parse, not a re-split of the tail at each step."""
+    pos = f.seek(0, os.SEEK_END)
+    want, pieces, lines = 1 << 12, [], -1    # -1: the bytes after the last line feed are no line
     while pos > 0:
         step = min(pos, want)
         want = min(want * 2, 1 << 20)
         pos -= step
         f.seek(pos)
-        tail = f.read(step) + tail
-        lines = tail.split(b"\n")
-        complete = lines[1:-1] if pos > 0 else lines[:-1]   # the last piece is torn or empty
-        for raw in reversed(complete[-TAIL_LINES:]):
-            obj = stream.loads(raw)
-            k = kind(obj)
-            if k == stream.HEADER:
+        data = f.read(step)
+        hi = len(data)
+        while (nl := data.rfind(b"\n", 0, hi)) >= 0:
+            if lines >= 0:
+                pieces.append(data[nl + 1:hi])
+                decided, ts = _decides(b"".join(reversed(pieces)))
+                if decided:
+                    return ts
+            pieces, hi, lines = [], nl, lines + 1
+            if lines >= TAIL_LINES:
                 return None
-            if k == stream.ENTRY and epoch(obj["timestamp"]) is not None:
-                return obj["timestamp"]
-        if len(complete) >= TAIL_LINES:
-            return None
-    return None
+        if lines >= 0:
+            pieces.append(data[:hi])
+    return _decides(b"".join(reversed(pieces)))[1] if lines >= 0 else None
+
+
+def _decides(raw):
+    """(decided, timestamp) of one line read back from the end: decided by
+    the header (no timestamp) or an entry with a valid one."""
+    obj = stream.loads(raw)
+    k = kind(obj)
+    if k == stream.HEADER:
+        return True, None
+    if k == stream.ENTRY and epoch(obj["timestamp"]) is not None:
+        return True, obj["timestamp"]
+    return False, None
 
 
 def _summarize_lines(f, s):

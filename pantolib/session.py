@@ -242,15 +242,17 @@ def recover(path, fd, result=None, start=0, lineno=0, fix=True, ids=True):
     return r
 
 
-def read_indexed(path, fd, fix=True, env=None):
+def read_indexed(path, fd, fix=True, env=None, ids=True):
     """The file open as fd, scanned and (fix) its torn tail cut, from the
     index cache's offset when a cache entry may be used, else from the top:
     a FileState with nodes. The caller holds fd's exclusive flock when fix.
-    r.fresh tells whether anything was read (then the cache wants saving)."""
+    r.fresh tells whether anything was read (then the cache wants saving).
+    ids=False: the lines read are not taken into r.ids (a reader that only
+    prints the file keeps constant memory beyond what the cache holds)."""
     st = os.fstat(fd)
     known = index.load(path, fd, st, env)
     if known is None:
-        r = recover(path, fd, fix=fix)
+        r = recover(path, fd, fix=fix, ids=ids)
     else:
         r = FileState()
         r.header, r.header_raw, r.ids, r.leaf = known["header"], known["header_raw"], known["ids"], known["leaf"]
@@ -259,17 +261,17 @@ def read_indexed(path, fd, fix=True, env=None):
         if r.end == st.st_size:
             r.fresh = False
             return r
-        r = recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix)
+        r = recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix, ids=ids)
     r.fresh = True
     return r
 
 
-def read_locked(path, fd, fix=True, env=None):
+def read_locked(path, fd, fix=True, env=None, ids=True):
     """read_indexed under fd's flock: exclusive when fix (a torn tail is cut;
     an appender may be mid-write), else shared."""
     fcntl.flock(fd, fcntl.LOCK_EX if fix else fcntl.LOCK_SH)
     try:
-        return read_indexed(path, fd, fix=fix, env=env)
+        return read_indexed(path, fd, fix=fix, env=env, ids=ids)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
 

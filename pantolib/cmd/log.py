@@ -85,7 +85,7 @@ def append(path):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
-    from pantolib import session, stream
+    from pantolib import prefix, session, stream
 
     out = cli.stdout()
     downstream = [True, None]     # still echoing; the error that stopped it
@@ -109,7 +109,10 @@ def append(path):
     # nothing that waits for the file's creation is echoed: it is on no disk.
     writer = session.Writer(path, warn=lambda message: cli.warn(NAME, message))
     try:
-        for batch in stream.read_ahead(stream.read_batches(cli.stdin())):
+        # the part the file has already (replay F | ... | append F) is compared, not parsed
+        rest, lineno, started = prefix.append_known(writer, cli.stdin(), echo)
+        for batch in stream.read_ahead(stream.read_batches(cli.stdin(), first=rest, lineno=lineno,
+                                                           started=started)):
             writer.feed_batch(batch, echo)
         echo(writer.finish())
     finally:

@@ -177,3 +177,76 @@ def append_known(writer, f, echo):
     if at > len(line):
         writer.leaf = leaf if at == stop else _entry_ending_at(file.ids, at)
     return rest, _lines_before(file.fd, at, stop, lines), True
+
+
+class Known:
+    """What send_known found: the whole stream (`data`, a bytearray, `size`
+    bytes of it), its first `at` bytes the file's valid lines (`lines` of
+    them, header included), and what the index cache knows of those
+    entries (`nodes`, id -> index node; `leaf`, the last of them or None)."""
+
+    __slots__ = ("data", "size", "header", "at", "lines", "nodes", "leaf")
+
+    def __init__(self, data, size, header, at, lines, nodes, leaf):
+        self.data, self.size, self.header, self.at = data, size, header, at
+        self.lines, self.nodes, self.leaf = lines, nodes, leaf
+
+
+def send_known(f, env=None):
+    """panto-send: read the whole stream on f and find how much of it is
+    the session file's own valid lines (the file the header's id names,
+    known to the index cache: its entry tree, without parsing the file).
+    Returns (the bytes read, a Known or None): None when the first line
+    is not that file's header line byte for byte, the cache knows nothing of
+    the file, or its valid part has blank lines or an id twice (and then
+    only what is needed to tell is read)."""
+    import stat
+
+    from pantolib import index, paths, stream
+    from pantolib.errors import PantoError, SessionError
+
+    line, data = first_line(f)
+    if line is None or not line.strip():
+        return data, None
+    try:
+        first = stream.parse_line(line, "<stdin>", 1)
+        if first.kind != stream.HEADER or stream.is_partial(first.obj):
+            return data, None
+        path = paths.session_path(first.obj, env)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except (SessionError, PantoError, OSError):
+        return data, None
+    try:
+        st = os.fstat(fd)
+        known = index.load(path, fd, st, env) if stat.S_ISREG(st.st_mode) else None
+        if known is None or known["header_raw"] != line or not plain(known["end_line"], len(known["ids"])):
+            return data, None
+        end = known["end"]
+        buf, size = _read_all(f, data, end + BLOCK)
+        at = Prefix(fd, len(line), end).feed(buf, len(line), size)
+    finally:
+        os.close(fd)
+    nodes, leaf, lines = known["ids"], known["leaf"], known["end_line"]
+    if at < end:
+        nodes = {k: n for k, n in nodes.items() if n[index.START] < at}
+        leaf = _entry_ending_at(nodes, at)
+        lines = 1 + len(nodes)
+    return buf, Known(buf, size, first, at, lines, nodes, leaf)
+
+
+def _read_all(f, data, guess):
+    """(a bytearray holding data and then all of f, the number of bytes)."""
+    buf = bytearray(max(guess, 2 * len(data)))
+    size = len(data)
+    buf[:size] = data
+    readinto = getattr(f, "readinto1", f.readinto)
+    while True:
+        if size == len(buf):
+            more = bytearray(2 * len(buf))
+            more[:size] = buf
+            buf = more
+        with memoryview(buf) as view:
+            got = readinto(view[size:])
+        if not got:
+            return buf, size
+        size += got

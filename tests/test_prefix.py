@@ -161,3 +161,84 @@ def test_a_file_replaced_while_appending_is_taken_up(isolated, tmp_path):
     assert out == b"".join(lines[1:])
     assert read(f) == b"".join(lines)
     assert b"replaced" in err
+
+
+# -- panto-send: the file the header names, known to the index cache ------------------
+
+def _stamped(eid, parent, text, api="openai_chat"):
+    e = orjson.loads(msg(eid, parent, "user", text))
+    if api is not None:
+        e = {**{k: v for k, v in e.items() if k != "message"}, "api": api, "message": e["message"]}
+    return orjson.dumps(e) + b"\n"
+
+
+def _compacted(cwd, api="openai_chat"):
+    """~1.7 MB: a system entry, turns (long ones among them), an abandoned
+    branch, a compaction keeping the last two prompts, a turn after it."""
+    from test_log import compaction
+
+    out, parent, ids = [header(cwd), msg("5555aaaa", None, "system", "be brief")], "5555aaaa", []
+    for i in range(10):
+        u, a = f"{i:04x}aaaa", f"{i:04x}bbbb"
+        out += [_stamped(u, parent, BIG if i in (2, 5, 6) else f"question {i}", api),
+                msg(a, u, "assistant", f"answer {i}", stopReason="stop", provider="openai", model="gpt-4o",
+                    usage={"input": 10, "output": 5})]
+        ids.append((u, a))
+        parent = a
+        if i == 1:
+            out.append(_stamped("7777aaaa", ids[0][1], "an abandoned branch", api))
+    out += [compaction("cccc0000", parent, ids[-2][0]), _stamped("9999aaaa", "cccc0000", "after it", api),
+            msg("9999bbbb", "9999aaaa", "assistant", "ok", stopReason="stop", provider="openai", model="gpt-4o")]
+    return out
+
+
+def _send_cases(lines):
+    data = b"".join(lines)
+    yield "the file", data
+    yield "the file and a tool result", data + bare("user", "a note")
+    yield "the file and an entry", data + _stamped("e0000001", "9999bbbb", "more")
+    yield "the file and an entry without its API", data + _stamped("e0000001", "9999bbbb", "more", api=None)
+    yield "an entry continuing a left-out path", data + _stamped("e0000001", "0003bbbb", "back there")
+    yield "an entry whose id is left out", data + _stamped("0003aaaa", "9999bbbb", "same id")
+    yield "a branch before the compaction", b"".join(lines[:12]) + _stamped("e0000002", "0004bbbb", "branch")
+    yield "up to the compaction", b"".join(lines[:-2])
+    changed = bytearray(data)
+    changed[len(data) // 3] ^= 1
+    yield "a byte changed", bytes(changed)
+    yield "cut inside a line", data[:-30]
+    yield "a second header", data + header("/elsewhere")
+    for name, bad in list(TORN.items())[:5] + list(SCHEMA.items())[:2]:
+        if bad is not None:
+            yield f"after the file: {name}, then a valid line", data + bad + _stamped("e0000001", "9999bbbb", "x")
+
+
+@pytest.mark.parametrize("api", ["openai_chat", None])
+def test_send_of_a_stream_that_starts_with_the_file_agrees_with_the_line_by_line_reading(isolated, api):
+    """The same requests, output and messages as for the stream behind a
+    blank first line; the file (where the header's id puts it) is known to
+    the index cache, or not; stamps that name their API, or not."""
+    import sse_server as S
+    from builders import session_file
+    from conftest import env_for
+
+    lines = _compacted(isolated, api)
+    f = session_file(isolated, data=b"".join(lines))
+    assert len(read(f)) > 1 << 20
+    with S.Server(auto=True) as srv:
+        env = env_for(srv)
+        for cached in (True, False):
+            if cached:
+                assert run(["panto-log", "replay", "--context", f]).returncode == 0    # writes the cache
+            else:
+                shutil.rmtree(os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "index"))
+            for name, stream in _send_cases(lines):
+                results = []
+                for given in (stream, b"\n" + stream):
+                    n = len(srv.requests)
+                    p = run(["panto-send", "-p", "openai", "-m", "gpt-4o", "the prompt"], input=given, env=env)
+                    results.append((p, [r.body for r in srv.requests[n:]]))
+                (a, ra), (b, rb) = results
+                assert b"Traceback" not in a.stderr, name
+                assert (a.returncode, ra) == (b.returncode, rb), (name, a.stderr, b.stderr)
+                assert _normal(stream, a.stdout) == _normal(stream, b.stdout), name
+                assert a.stderr == _one_lower(b.stderr), name

@@ -23,9 +23,21 @@ import os
 BLOCK = 1 << 20
 
 
+def _widen(f):
+    """Let a pipe on f hold a block (Linux: fewer, larger reads and writes on
+    both ends); anything else, or a refusal, is left as it is."""
+    import fcntl
+
+    try:
+        fcntl.fcntl(f.fileno(), fcntl.F_SETPIPE_SZ, BLOCK)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 def first_line(f):
     """(the first line of f with its line feed, or None at EOF or when it is
-    longer than a block; every byte read)."""
+    longer than a block; every byte read). A pipe on f is widened first."""
+    _widen(f)
     data = b""
     read = getattr(f, "read1", f.read)
     while True:
@@ -179,27 +191,72 @@ def append_known(writer, f, echo):
     return rest, _lines_before(file.fd, at, stop, lines), True
 
 
+class FileBytes:
+    """Bytes start..end of an open file, passed on by sendfile(2) instead
+    of being held in memory (the known part of panto-send's input)."""
+
+    __slots__ = ("fd", "start", "end")
+
+    def __init__(self, fd, start, end):
+        self.fd, self.start, self.end = fd, start, end
+
+    def __len__(self):
+        return self.end - self.start
+
+    def write_to(self, out):
+        """Write them to the command's stdout (`out`, cli.stdout())."""
+        import sys
+
+        from pantolib import files
+        from pantolib.errors import PantoError
+
+        if os.fstat(self.fd).st_size < self.end:
+            raise PantoError("the session file was cut shorter while its lines were passed on")
+        out.flush()
+        files.send(self.fd, self.start, self.end, sys.stdout.fileno(), out)
+
+    def read(self):
+        return os.pread(self.fd, self.end - self.start, self.start)
+
+
+def write_lines(out, lines):
+    """out.writelines(lines), where some may be FileBytes."""
+    run = []
+    for piece in lines:
+        if type(piece) is FileBytes:
+            out.writelines(run)
+            run = []
+            piece.write_to(out)
+        else:
+            run.append(piece)
+    out.writelines(run)
+
+
 class Known:
-    """What send_known found: the whole stream (`data`, a bytearray, `size`
-    bytes of it), its first `at` bytes the file's valid lines (`lines` of
-    them, header included), and what the index cache knows of those
-    entries (`nodes`, id -> index node; `leaf`, the last of them or None)."""
+    """What send_known found: the stream's first `at` bytes are the valid
+    lines of the file open as `fd` (`lines` of them, header included), of
+    which the index cache knows the entries (`nodes`, id -> index node;
+    `leaf`, the last of them or None); `rest` is the stream from there on."""
 
-    __slots__ = ("data", "size", "header", "at", "lines", "nodes", "leaf")
+    __slots__ = ("fd", "header", "at", "lines", "nodes", "leaf", "rest")
 
-    def __init__(self, data, size, header, at, lines, nodes, leaf):
-        self.data, self.size, self.header, self.at = data, size, header, at
-        self.lines, self.nodes, self.leaf = lines, nodes, leaf
+    def __init__(self, fd, header, at, lines, nodes, leaf, rest):
+        self.fd, self.header, self.at, self.lines = fd, header, at, lines
+        self.nodes, self.leaf, self.rest = nodes, leaf, rest
+
+    def whole(self):
+        """The whole stream, read into memory."""
+        return os.pread(self.fd, self.at, 0) + self.rest
 
 
 def send_known(f, env=None):
-    """panto-send: read the whole stream on f and find how much of it is
-    the session file's own valid lines (the file the header's id names,
-    known to the index cache: its entry tree, without parsing the file).
-    Returns (the bytes read, a Known or None): None when the first line
-    is not that file's header line byte for byte, the cache knows nothing of
-    the file, or its valid part has blank lines or an id twice (and then
-    only what is needed to tell is read)."""
+    """panto-send: read the stream on f against the session file the
+    header's id names, when the index cache knows it (its entry tree,
+    without parsing the file), block by block into one reused buffer.
+    Returns (the bytes read when there is no Known, a Known or None): None
+    when the first line is not that file's header line byte for byte, the
+    cache knows nothing of the file, or its valid part has blank lines or an
+    id twice. The file stays open (its bytes are passed on from it)."""
     import stat
 
     from pantolib import index, paths, stream
@@ -219,34 +276,46 @@ def send_known(f, env=None):
     try:
         st = os.fstat(fd)
         known = index.load(path, fd, st, env) if stat.S_ISREG(st.st_mode) else None
-        if known is None or known["header_raw"] != line or not plain(known["end_line"], len(known["ids"])):
-            return data, None
-        end = known["end"]
-        buf, size = _read_all(f, data, end + BLOCK)
-        at = Prefix(fd, len(line), end).feed(buf, len(line), size)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    if known is None or known["header_raw"] != line or not plain(known["end_line"], len(known["ids"])):
+        os.close(fd)
+        return data, None
+    end = known["end"]
+    at, rest = _compare(f, fd, len(line), end, data[len(line):])
     nodes, leaf, lines = known["ids"], known["leaf"], known["end_line"]
     if at < end:
         nodes = {k: n for k, n in nodes.items() if n[index.START] < at}
         leaf = _entry_ending_at(nodes, at)
         lines = 1 + len(nodes)
-    return buf, Known(buf, size, first, at, lines, nodes, leaf)
+    return None, Known(fd, first, at, lines, nodes, leaf, rest)
 
 
-def _read_all(f, data, guess):
-    """(a bytearray holding data and then all of f, the number of bytes)."""
-    buf = bytearray(max(guess, 2 * len(data)))
-    size = len(data)
-    buf[:size] = data
+def _compare(f, fd, start, stop, data):
+    """(where the stream on f, `data` read of it already from offset
+    `start`, stops being the file's valid lines (`stop`): a line start;
+    the stream's bytes from there on, to its end)."""
+    p = Prefix(fd, start, stop)
+    at, begun = start, []
+    got = len(data)
+    buf = bytearray(max(BLOCK, got))
+    buf[:got] = data
+    view = memoryview(buf)
     readinto = getattr(f, "readinto1", f.readinto)
-    while True:
-        if size == len(buf):
-            more = bytearray(2 * len(buf))
-            more[:size] = buf
-            buf = more
-        with memoryview(buf) as view:
-            got = readinto(view[size:])
+    while not p.done:
         if not got:
-            return buf, size
-        size += got
+            got = readinto(view[:BLOCK])
+            if not got:
+                break
+        begin = p.pos
+        cut = p.feed(buf, 0, got)
+        if cut:
+            begun, at = [], begin + cut
+        begun.append(bytes(view[cut:got]))
+        got = 0
+    if got:                     # the file's valid part was only the header
+        begun.append(bytes(view[:got]))
+    view.release()
+    begun.append(f.read())
+    return at, b"".join(begun)

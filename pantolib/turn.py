@@ -102,7 +102,7 @@ def read_input(system_text, context_files=False, known=False):
         if k is not None:
             lines = _known_session(k, session, out_lines, taken)
             if lines is None:      # read it all line by line after all
-                data = bytes(memoryview(k.data)[:k.size])
+                data = k.whole()
                 session, out_lines, taken = Session(), [], set()
     if lines is None:
         lines = (line for batch in stream.read_batches(cli.stdin(), "<stdin>", first=data) for line in batch)
@@ -160,14 +160,14 @@ def _known_session(k, session, out_lines, taken):
     from the one of the whole stream read line by line."""
     import io
 
-    from pantolib import index, stream
+    from pantolib import index, prefix, stream
 
-    nodes, view = k.nodes, memoryview(k.data)
+    nodes = k.nodes
     _, keep = index.context(nodes, k.leaf) if k.leaf is not None else ([], [])
-    kept = [stream.parse_line(bytes(view[nodes[i][index.START]:nodes[i][index.END]]), "<stdin>")
-            for i in keep]
-    rest = [line for batch in stream.read_batches(io.BytesIO(bytes(view[k.at:k.size])), "<stdin>",
-                                                    lineno=k.lines, started=True) for line in batch]
+    kept = [stream.parse_line(os.pread(k.fd, nodes[i][index.END] - nodes[i][index.START], nodes[i][index.START]),
+                              "<stdin>") for i in keep]
+    rest = [line for batch in stream.read_batches(io.BytesIO(k.rest), "<stdin>", lineno=k.lines, started=True)
+            for line in batch]
     omitted = nodes.keys() - set(keep)
     for line in rest:
         if line.kind == stream.ENTRY and (line.obj["id"] in omitted or line.obj.get("parentId") in omitted):
@@ -184,8 +184,8 @@ def _known_session(k, session, out_lines, taken):
         if e["message"]["role"] == "user" and e.get("provider") and e.get("model"):
             break
     taken.update(nodes)
-    session.unread = view[:k.at]
-    out_lines.append(view[:k.at])
+    session.unread = prefix.FileBytes(k.fd, 0, k.at)
+    out_lines.append(session.unread)
     return rest
 
 
@@ -203,12 +203,12 @@ def configure(opts, session, out, out_lines, unstamped):
     """Provider, Options, key variable and the secrets to hide, for a stream
     read by read_input; user entries written by hand get this model's stamp.
     When the configuration is wrong the input still goes downstream first."""
-    from pantolib import entries, providers, secrets, stream
+    from pantolib import entries, prefix, providers, secrets, stream
 
     try:
         provider, options, key_var = providers.configure(opts, session.active_model(), os.environ)
     except Exception:
-        out.writelines(out_lines)
+        prefix.write_lines(out, out_lines)
         raise
     options.session_id = (session.header or {}).get("id")
     for i, entry in unstamped:
@@ -234,8 +234,10 @@ def add_prompt(session, out_lines, prompt, taken, provider, options, keys):
 def write_input(out, lines):
     """Write and flush the input and the prompt whole: a Ctrl-C meanwhile is
     held until the last byte is out, then raised."""
+    from pantolib import prefix
+
     with sigint_held():
-        out.writelines(lines)
+        prefix.write_lines(out, lines)
         out.flush()
 
 
@@ -315,7 +317,7 @@ def aborted(acc, session, taken, provider, options, keys, out):
     # a new session's file is made with its first reply: only an older one keeps the prompt
     kept = any(stream.is_assistant(line.obj) for line in session.lines) or (
         session.unread is not None and any(stream.is_assistant(stream.loads(raw))
-                                           for raw in bytes(session.unread).split(b"\n")))
+                                           for raw in session.unread.read().split(b"\n")))
     cli.warn(NAME, "interrupted before the reply began" + (" (the prompt is kept)" if kept else ""))
     return cli.INTERRUPTED
 

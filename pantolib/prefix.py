@@ -154,7 +154,7 @@ def append_known(writer, f, echo):
     at = len(line)              # where the lines passed on end (in the file and the stream)
     begun = []                  # the matched pieces of the line begun at `at`
     got = len(data) - len(line)
-    buf = bytearray(max(BLOCK, got))
+    buf = bytearray(max(got, min(BLOCK, max(stop - len(line), 1 << 16))))   # a small file: a small buffer
     buf[:got] = data[len(line):]
     view = memoryview(buf)
     readinto = getattr(f, "readinto1", f.readinto)
@@ -164,7 +164,7 @@ def append_known(writer, f, echo):
             rest = b"".join(begun) + bytes(view[:got])
             break
         if not got:
-            got = readinto(view[:BLOCK])
+            got = readinto(view)
             if not got:
                 rest = b"".join(begun)
                 break
@@ -299,13 +299,13 @@ def _compare(f, fd, start, stop, data):
     p = Prefix(fd, start, stop)
     at, begun = start, []
     got = len(data)
-    buf = bytearray(max(BLOCK, got))
+    buf = bytearray(max(got, min(BLOCK, max(stop - start, 1 << 16))))
     buf[:got] = data
     view = memoryview(buf)
     readinto = getattr(f, "readinto1", f.readinto)
     while not p.done:
         if not got:
-            got = readinto(view[:BLOCK])
+            got = readinto(view)
             if not got:
                 break
         begin = p.pos

@@ -130,7 +130,7 @@ def append_known(writer, f, echo):
     return (the stream's bytes read past it, the number of lines it took,
     whether the first line was taken) for the line-by-line reading. The
     writer's leaf is the last entry taken, as if each line had been fed."""
-    from pantolib import paths, stream
+    from pantolib import stream
     from pantolib.errors import PantoError, SessionError
 
     line, data = first_line(f)
@@ -140,7 +140,7 @@ def append_known(writer, f, echo):
         first = stream.parse_line(line, "<stdin>", 1)
         if first.kind != stream.HEADER or stream.is_partial(first.obj):
             return data, 0, False
-        path = writer.path or paths.session_path(first.obj, writer.env)
+        path = writer.target(first.obj)
     except (SessionError, PantoError):     # the line-by-line reading says what is wrong
         return data, 0, False
     if not os.path.lexists(path):

@@ -472,6 +472,11 @@ class Writer:
         self.file = f = _File.open(self.path, self.env, self.warn)
         self.header, self.header_raw, self.ids, self.leaf = f.header, f.header_raw, f.ids, f.leaf
 
+    def target(self, stream_header):
+        """The file a stream with this header (a dict) goes into: FILE, else
+        the one its header names (PantoError when it names none)."""
+        return self.path if self.path is not None else paths.session_path(stream_header, self.env)
+
     def _start(self, line):
         """First line of the stream: decide which file, open it or defer."""
         self.started = True
@@ -481,7 +486,7 @@ class Writer:
             if stream_header is None:
                 raise PantoError("the stream has no session header, so it belongs to no file "
                                  "(give the session FILE to append to)")
-            self.path = paths.session_path(stream_header, self.env)
+            self.path = self.target(stream_header)
         if os.path.lexists(self.path):
             self._open_existing()
             if stream_header is not None and stream_header["id"] != self.header["id"]:

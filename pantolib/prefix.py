@@ -29,7 +29,9 @@ def _widen(f):
     import fcntl
 
     try:
-        fcntl.fcntl(f.fileno(), fcntl.F_SETPIPE_SZ, BLOCK)
+        fd = f.fileno()
+        if fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) < BLOCK:     # never made smaller
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, BLOCK)
     except (AttributeError, OSError, ValueError):
         pass
 
@@ -125,8 +127,8 @@ def _entry_ending_at(ids, at):
 
 def append_known(writer, f, echo):
     """panto-log append: pass on the part of the stream on f that the
-    writer's file already has, compared byte for byte (each block under the
-    file's lock, with the path checked to still name it, as a batch is), and
+    writer's file already has, compared byte for byte (each block once the
+    path is checked, under the file's lock, to still name it, as a batch is), and
     return (the stream's bytes read past it, the number of lines it took,
     whether the first line was taken) for the line-by-line reading. The
     writer's leaf is the last entry taken, as if each line had been fed."""
@@ -174,12 +176,10 @@ def append_known(writer, f, echo):
             if not file.hold():     # the path names another file now: these lines are read one by one
                 rest = b"".join(begun) + bytes(view[:got])
                 break
-            try:
-                for piece in begun:
-                    echo(piece)
-                echo(view[:cut])
-            finally:
-                file.release()
+            file.release()          # checked under the lock; echoed after it, as a batch is
+            for piece in begun:
+                echo(piece)
+            echo(view[:cut])
             begun, at = [], start + cut
         if p.done:
             rest = b"".join(begun) + bytes(view[cut:got])

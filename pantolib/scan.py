@@ -315,30 +315,33 @@ def tail_timestamp(f):
 def _last_timestamp(f):
     """The rule: of the file's complete lines (each ended by a line feed; what
     follows the last one is torn or empty), the last TAIL_LINES, newest first,
-    until the header (None) or an entry with a valid timestamp. Read back
-    from the end in growing steps, each byte read and joined once: a line of
-    100 MB costs a read and a parse, not a re-split of the tail at each step."""
-    pos = f.seek(0, os.SEEK_END)
-    want, pieces, lines = 1 << 12, [], -1    # -1: the bytes after the last line feed are no line
+    until the header (None) or an entry with a valid timestamp. The line
+    feeds are found reading back from the end in growing steps into one
+    buffer; each line is then read once, whole: a line of 100 MB costs two
+    reads and a parse, not a re-split of the tail at each step."""
+    fd, pos = f.fileno(), f.seek(0, os.SEEK_END)
+    raw = bytearray(min(pos, 1 << 20))
+    view = memoryview(raw)
+    want, end, lines = 1 << 12, None, 0    # end: the line feed ending the line looked for
     while pos > 0:
-        step = min(pos, want)
-        want = min(want * 2, 1 << 20)
+        step = min(pos, want, len(raw))
+        want *= 2
         pos -= step
-        f.seek(pos)
-        data = f.read(step)
-        hi = len(data)
-        while (nl := data.rfind(b"\n", 0, hi)) >= 0:
-            if lines >= 0:
-                pieces.append(data[nl + 1:hi])
-                decided, ts = _decides(b"".join(reversed(pieces)))
+        if os.preadv(fd, [view[:step]], pos) != step:
+            return None         # cut shorter meanwhile: nothing to tell
+        hi = step
+        while (nl := raw.rfind(b"\n", 0, hi)) >= 0:
+            if end is not None:
+                line = bytes(view[nl + 1:end - pos]) if end - pos <= step else \
+                    os.pread(fd, end - pos - nl - 1, pos + nl + 1)
+                decided, ts = _decides(line)
                 if decided:
                     return ts
-            pieces, hi, lines = [], nl, lines + 1
-            if lines >= TAIL_LINES:
-                return None
-        if lines >= 0:
-            pieces.append(data[:hi])
-    return _decides(b"".join(reversed(pieces)))[1] if lines >= 0 else None
+                lines += 1
+                if lines >= TAIL_LINES:
+                    return None
+            end, hi = pos + nl, nl
+    return _decides(os.pread(fd, end, 0))[1] if end is not None else None
 
 
 def _decides(raw):

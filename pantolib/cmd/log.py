@@ -142,20 +142,24 @@ def replay(arg, no_repair, at=None, skip_bad=False):
             start = e
         _copy(path, r.end, start)
         return cli.OK
-    # Where the valid lines end: read on from what the index cache covers
-    # (bytes it covers were read and found valid: copied, not parsed again),
-    # else from the top; the lines read are not kept (constant memory), nor
-    # is the cache written (a replay's first read costs what it did).
-    fd = os.open(path, (os.O_RDONLY if no_repair else os.O_RDWR) | os.O_CLOEXEC)
+    # Where the valid lines end (opened read-only, without a lock, as a
+    # plain read): read on from what the index cache covers (bytes it
+    # covers were read and found valid: copied, not parsed again), else from
+    # the top; the lines read are not kept (constant memory), nor is the
+    # cache written (a replay's first read costs what it did).
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        r = session.read_locked(path, fd, fix=not no_repair, ids=False)
+        r = session.read_indexed(path, fd, fix=False, ids=False)
     finally:
         os.close(fd)
-    if r.cut:
-        cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
-    elif no_repair and r.end < r.size:
-        cli.warn(NAME, f"{path}:{r.cut_line}: torn tail; a repair would cut "
-                       f"{r.size - r.end} bytes from line {r.cut_line}")
+    if r.end < r.size:
+        what = f"{r.size - r.end} bytes from line {r.cut_line}"
+        if no_repair:
+            cli.warn(NAME, f"{path}:{r.cut_line}: torn tail; a repair would cut {what}")
+        else:
+            r = session.recover_file(path)
+            if r.cut:
+                cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
     if at is not None:
         return replay_at(path, r.end, at)
     _copy(path, r.end)

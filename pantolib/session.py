@@ -266,12 +266,12 @@ def read_indexed(path, fd, fix=True, env=None, ids=True):
     return r
 
 
-def read_locked(path, fd, fix=True, env=None, ids=True):
+def read_locked(path, fd, fix=True, env=None):
     """read_indexed under fd's flock: exclusive when fix (a torn tail is cut;
     an appender may be mid-write), else shared."""
     fcntl.flock(fd, fcntl.LOCK_EX if fix else fcntl.LOCK_SH)
     try:
-        return read_indexed(path, fd, fix=fix, env=env, ids=ids)
+        return read_indexed(path, fd, fix=fix, env=env)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
 

@@ -270,7 +270,7 @@ def send_known(f, env=None):
         if first.kind != stream.HEADER or stream.is_partial(first.obj):
             return data, None
         path = paths.session_path(first.obj, env)
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)   # a FIFO there must not block
     except (SessionError, PantoError, OSError):
         return data, None
     try:

@@ -249,3 +249,19 @@ def test_send_of_a_stream_that_starts_with_the_file_agrees_with_the_line_by_line
 def test_send_without_the_cache_or_with_prompts_naming_no_api_reads_line_by_line(isolated, cache, api):
     lines = _compacted(isolated, api)
     _send_agrees(isolated, lines, list(_send_cases(lines))[:4], cache=cache)
+
+
+def test_send_does_not_wait_on_a_fifo_where_the_session_file_would_be(isolated):
+    import sse_server as S
+    from builders import session_file
+    from conftest import env_for
+
+    lines = _compacted(isolated)
+    f = session_file(isolated, data=b"".join(lines))
+    os.unlink(f)
+    os.mkfifo(f)
+    with S.Server(auto=True) as srv:
+        p = run(["panto-send", "-p", "openai", "-m", "gpt-4o", "hi"], input=b"".join(lines), env=env_for(srv),
+                timeout=20)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(b"".join(lines))

@@ -96,6 +96,10 @@ class Session:
         # out continues the path at the entry before it in the stream.
         self.omitted = None  # the ids its header says were left out
         self.bridge = {}     # entry id -> the entry before it, for those
+        # The stream's first bytes (a prefix.FileBytes), when they were the
+        # session file's own lines and only those the request needs were
+        # taken in.
+        self.unread = None
 
     @classmethod
     def read(cls, f, name="<stdin>", skip_bare=False):

@@ -137,13 +137,17 @@ def last_session(cwd=None):
 
     Activity is the timestamp of a session's last entry (its mtime only when
     no entry has a valid one), as panto-ls orders sessions: copying or
-    touching files does not change which one is the last.
+    touching files does not change which one is the last. A lone candidate
+    is the last without reading its tail (whose last line may be 100 MB).
     """
     from pantolib import scan
 
     cwd = os.getcwd() if cwd is None else cwd
+    candidates = _candidates(cwd)
+    if len(candidates) == 1:
+        return candidates[0][0]
     best = None
-    for path, st, header in _candidates(cwd):
+    for path, st, header in candidates:
         try:
             key = (scan.activity(scan.last_timestamp(path), st.st_mtime_ns), header["id"])
         except OSError:

@@ -313,26 +313,47 @@ def tail_timestamp(f):
 
 
 def _last_timestamp(f):
-    size = f.seek(0, os.SEEK_END)
-    pos, tail, want = size, b"", 1 << 12
+    """The rule: of the file's complete lines (each ended by a line feed; what
+    follows the last one is torn or empty), the last TAIL_LINES, newest first,
+    until the header (None) or an entry with a valid timestamp. The line
+    feeds are found reading back from the end in growing steps into one
+    buffer; each line is then read once, whole: a line of 100 MB costs two
+    reads and a parse, not a re-split of the tail at each step."""
+    fd, pos = f.fileno(), f.seek(0, os.SEEK_END)
+    raw = bytearray(min(pos, 1 << 20))
+    view = memoryview(raw)
+    want, end, lines = 1 << 12, None, 0    # end: the line feed ending the line looked for
     while pos > 0:
-        step = min(pos, want)
-        want = min(want * 2, 1 << 20)
+        step = min(pos, want, len(raw))
+        want *= 2
         pos -= step
-        f.seek(pos)
-        tail = f.read(step) + tail
-        lines = tail.split(b"\n")
-        complete = lines[1:-1] if pos > 0 else lines[:-1]   # the last piece is torn or empty
-        for raw in reversed(complete[-TAIL_LINES:]):
-            obj = stream.loads(raw)
-            k = kind(obj)
-            if k == stream.HEADER:
-                return None
-            if k == stream.ENTRY and epoch(obj["timestamp"]) is not None:
-                return obj["timestamp"]
-        if len(complete) >= TAIL_LINES:
-            return None
-    return None
+        if os.preadv(fd, [view[:step]], pos) != step:
+            return None         # cut shorter meanwhile: nothing to tell
+        hi = step
+        while (nl := raw.rfind(b"\n", 0, hi)) >= 0:
+            if end is not None:
+                line = bytes(view[nl + 1:end - pos]) if end - pos <= step else \
+                    os.pread(fd, end - pos - nl - 1, pos + nl + 1)
+                decided, ts = _decides(line)
+                if decided:
+                    return ts
+                lines += 1
+                if lines >= TAIL_LINES:
+                    return None
+            end, hi = pos + nl, nl
+    return _decides(os.pread(fd, end, 0))[1] if end is not None else None
+
+
+def _decides(raw):
+    """(decided, timestamp) of one line read back from the end: decided by
+    the header (no timestamp) or an entry with a valid one."""
+    obj = stream.loads(raw)
+    k = kind(obj)
+    if k == stream.HEADER:
+        return True, None
+    if k == stream.ENTRY and epoch(obj["timestamp"]) is not None:
+        return True, obj["timestamp"]
+    return False, None
 
 
 def _summarize_lines(f, s):

@@ -242,15 +242,17 @@ def recover(path, fd, result=None, start=0, lineno=0, fix=True, ids=True):
     return r
 
 
-def read_indexed(path, fd, fix=True, env=None):
+def read_indexed(path, fd, fix=True, env=None, ids=True):
     """The file open as fd, scanned and (fix) its torn tail cut, from the
     index cache's offset when a cache entry may be used, else from the top:
     a FileState with nodes. The caller holds fd's exclusive flock when fix.
-    r.fresh tells whether anything was read (then the cache wants saving)."""
+    r.fresh tells whether anything was read (then the cache wants saving).
+    ids=False: the lines read are not taken into r.ids (a reader that only
+    prints the file keeps constant memory beyond what the cache holds)."""
     st = os.fstat(fd)
     known = index.load(path, fd, st, env)
     if known is None:
-        r = recover(path, fd, fix=fix)
+        r = recover(path, fd, fix=fix, ids=ids)
     else:
         r = FileState()
         r.header, r.header_raw, r.ids, r.leaf = known["header"], known["header_raw"], known["ids"], known["leaf"]
@@ -259,7 +261,7 @@ def read_indexed(path, fd, fix=True, env=None):
         if r.end == st.st_size:
             r.fresh = False
             return r
-        r = recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix)
+        r = recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix, ids=ids)
     r.fresh = True
     return r
 
@@ -470,6 +472,11 @@ class Writer:
         self.file = f = _File.open(self.path, self.env, self.warn)
         self.header, self.header_raw, self.ids, self.leaf = f.header, f.header_raw, f.ids, f.leaf
 
+    def target(self, stream_header):
+        """The file a stream with this header (a dict) goes into: FILE, else
+        the one its header names (PantoError when it names none)."""
+        return self.path if self.path is not None else paths.session_path(stream_header, self.env)
+
     def _start(self, line):
         """First line of the stream: decide which file, open it or defer."""
         self.started = True
@@ -479,7 +486,7 @@ class Writer:
             if stream_header is None:
                 raise PantoError("the stream has no session header, so it belongs to no file "
                                  "(give the session FILE to append to)")
-            self.path = paths.session_path(stream_header, self.env)
+            self.path = self.target(stream_header)
         if os.path.lexists(self.path):
             self._open_existing()
             if stream_header is not None and stream_header["id"] != self.header["id"]:

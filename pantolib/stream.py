@@ -389,13 +389,14 @@ def read(f, name="<stdin>"):
         yield from batch
 
 
-def read_batches(f, name="<stdin>", _lines=None):
+def read_batches(f, name="<stdin>", _lines=None, first=b"", lineno=0, started=False):
     """Yield lists of the Lines of a binary file object, each list holding
     the complete lines that were available at once (one read of the file):
-    a writer can take each list under one lock. The same rules as read()."""
-    lineno = 0
-    header_seen = entries_seen = False
-    for raws in (([raw] for raw in _lines) if _lines is not None else _chunks(f)):
+    a writer can take each list under one lock. The same rules as read().
+    `first`: bytes already read from f, to be read before it; `lineno` lines
+    were taken before them, the first line among them when `started`."""
+    header_seen = entries_seen = started
+    for raws in (([raw] for raw in _lines) if _lines is not None else _chunks(f, first)):
         batch = []
         for raw in raws:
             lineno += 1
@@ -465,10 +466,11 @@ def read_ahead(batches, depth=4):
             raise item
 
 
-def _chunks(f):
+def _chunks(f, first=b""):
     """Lists of the complete lines of each read of f (a line longer than a
-    read is gathered first); the last line may lack its line feed."""
-    for data, stop in pieces(f, 1 << 16, getattr(f, "read1", f.read)):
+    read is gathered first), after those of `first`; the last line may lack
+    its line feed."""
+    for data, stop in pieces(f, 1 << 16, getattr(f, "read1", f.read), first):
         if stop is None:
             yield [data]
             continue
@@ -478,14 +480,15 @@ def _chunks(f):
         yield data.splitlines(keepends=True) if b"\r" not in data else _split(data)
 
 
-def pieces(f, size, read=None):
+def pieces(f, size, read=None, first=b""):
     """f's bytes from where it stands, read `size` at a time (by `read`,
-    else f.read), as (data, stop): data[:stop] is whole lines (a line
-    longer than a read is gathered first); last, what follows the last line
-    feed, when anything does, with stop None."""
+    else f.read), after `first` (bytes read from it already), as (data,
+    stop): data[:stop] is whole lines (a line longer than a read is gathered
+    first); last, what follows the last line feed, when anything does, with
+    stop None."""
     read, carry = read or f.read, []
     while True:
-        chunk = read(size)
+        chunk, first = (first, b"") if first else (read(size), b"")
         if not chunk:
             if carry:
                 yield b"".join(carry), None

@@ -78,14 +78,34 @@ def check(args):
             "max_tokens": max_tokens, "timeout": timeout, "retries": retries}
 
 
-def read_input(system_text, context_files=False):
+def read_input(system_text, context_files=False, known=False):
     """The input stream as a Session, its lines to pass on (completed bare
     entries; a header and a system entry first when the session is new), the
-    ids taken, and the completed user entries that still need a stamp."""
+    ids taken, and the completed user entries that still need a stamp.
+
+    known: the part of the stream that is the session file's own valid
+    lines (prefix.send_known) is passed on as it came, unparsed; only the
+    lines of it the request needs are taken in (index.context: the system
+    entries, the last compaction and the path from its first kept entry).
+    When that could change the request (an entry after it continues a path
+    through lines left out, or the active model's entry names no API), the
+    whole stream is read line by line."""
     from pantolib import entries, stream
     from pantolib.conversation import Session
 
     session, out_lines, taken, unstamped = Session(), [], set(), []
+    data, lines = b"", None
+    if known:
+        from pantolib import prefix
+
+        data, k = prefix.send_known(cli.stdin(), os.environ)
+        if k is not None:
+            lines = _known_session(k, session, out_lines, taken)
+            if lines is None:      # read it all line by line after all
+                data = k.whole()
+                session, out_lines, taken = Session(), [], set()
+    if lines is None:
+        lines = (line for batch in stream.read_batches(cli.stdin(), "<stdin>", first=data) for line in batch)
 
     def add(obj, kind=stream.ENTRY):
         line = stream.Line(stream.dumps(obj), obj, kind)
@@ -107,7 +127,7 @@ def read_input(system_text, context_files=False):
             text = instructions.system_prompt(text, found)
         add(entries.make_message("system", [entries.text(text)], session.leaf, taken))
 
-    for line in stream.read(cli.stdin(), "<stdin>"):
+    for line in lines:
         if not session.lines and line.kind != stream.HEADER:
             add(entries.make_header(), stream.HEADER)
         if line.kind == stream.BARE:
@@ -132,16 +152,63 @@ def read_input(system_text, context_files=False):
     return session, out_lines, taken, unstamped
 
 
+def _known_session(k, session, out_lines, taken):
+    """Take a prefix.Known into an empty session: the header, the entries of
+    the known part that the request needs (its other ids are taken and
+    bridged, as for a partial stream), its bytes as the first line to pass
+    on. Returns the Lines after it, or None when the request could differ
+    from the one of the whole stream read line by line."""
+    import io
+
+    from pantolib import index, prefix, stream
+
+    nodes = k.nodes
+    _, keep = index.context(nodes, k.leaf) if k.leaf is not None else ([], [])
+    kept = [stream.parse_line(os.pread(k.fd, nodes[i][index.END] - nodes[i][index.START], nodes[i][index.START]),
+                              "<stdin>") for i in keep]
+    rest = [line for batch in stream.read_batches(io.BytesIO(k.rest), "<stdin>", lineno=k.lines, started=True)
+            for line in batch]
+    omitted = nodes.keys() - set(keep)
+    for line in rest:
+        if line.kind == stream.ENTRY and (line.obj["id"] in omitted or line.obj.get("parentId") in omitted):
+            return None
+        if line.kind == stream.ENTRY and not _names_api(line.obj):
+            return None
+    session.add(k.header)
+    session.omitted = omitted
+    for line in kept:
+        session.add(line)
+    for e in reversed(session.message_entries()):
+        if not _names_api(e):
+            return None     # the active model's API would be looked for on the whole path
+        if e["message"]["role"] == "user" and e.get("provider") and e.get("model"):
+            break
+    taken.update(nodes)
+    session.unread = prefix.FileBytes(k.fd, 0, k.at)
+    out_lines.append(session.unread)
+    return rest
+
+
+def _names_api(e):
+    """False for a stamped user message entry that names no wire API."""
+    m = e.get("message")
+    if e.get("type") != "message" or type(m) is not dict or m.get("role") != "user":
+        return True
+    if not (e.get("provider") and e.get("model")):
+        return True
+    return isinstance(e.get("api"), str) and bool(e["api"])
+
+
 def configure(opts, session, out, out_lines, unstamped):
     """Provider, Options, key variable and the secrets to hide, for a stream
     read by read_input; user entries written by hand get this model's stamp.
     When the configuration is wrong the input still goes downstream first."""
-    from pantolib import entries, providers, secrets, stream
+    from pantolib import entries, prefix, providers, secrets, stream
 
     try:
         provider, options, key_var = providers.configure(opts, session.active_model(), os.environ)
     except Exception:
-        out.writelines(out_lines)
+        prefix.write_lines(out, out_lines)
         raise
     options.session_id = (session.header or {}).get("id")
     for i, entry in unstamped:
@@ -167,8 +234,10 @@ def add_prompt(session, out_lines, prompt, taken, provider, options, keys):
 def write_input(out, lines):
     """Write and flush the input and the prompt whole: a Ctrl-C meanwhile is
     held until the last byte is out, then raised."""
+    from pantolib import prefix
+
     with sigint_held():
-        out.writelines(lines)
+        prefix.write_lines(out, lines)
         out.flush()
 
 
@@ -246,7 +315,9 @@ def aborted(acc, session, taken, provider, options, keys, out):
     from pantolib import stream
 
     # a new session's file is made with its first reply: only an older one keeps the prompt
-    kept = any(stream.is_assistant(line.obj) for line in session.lines)
+    kept = any(stream.is_assistant(line.obj) for line in session.lines) or (
+        session.unread is not None and any(stream.is_assistant(stream.loads(raw))
+                                           for raw in session.unread.read().split(b"\n")))
     cli.warn(NAME, "interrupted before the reply began" + (" (the prompt is kept)" if kept else ""))
     return cli.INTERRUPTED
 

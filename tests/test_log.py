@@ -1077,7 +1077,12 @@ def _torn(f, data):
         fh.write(b'{"type":"message","id":"torn')
 
 
-@pytest.mark.parametrize("change", [None, _cut, _rewrite_same_size, _replace, _torn])
+def _bad_then_valid(f, data):
+    with open(f, "ab") as fh:
+        fh.write(b'{"type":"message","id":"bad\n' + msg("f0000001", None, "user", "after"))
+
+
+@pytest.mark.parametrize("change", [None, _cut, _rewrite_same_size, _replace, _torn, _bad_then_valid])
 def test_cached_and_uncached_runs_agree(isolated, change):
     data, _, leaf = compacted_session(isolated)
     f = session_file(isolated, data=data)
@@ -1090,6 +1095,9 @@ def test_cached_and_uncached_runs_agree(isolated, change):
         ok(log("append", f, input=msg("e0000001", leaf, "user", "more")))
         if change is not None:
             change(f, read(f))
+        if not cached:
+            _no_cache()
+        step.append(log("replay", "--no-repair", f))      # reads on from what the cache covers
         if not cached:
             _no_cache()
         step.append(log("replay", "--context", f))

@@ -4,6 +4,7 @@ bad lines and torn tails; the last timestamp when the tail has none; the
 first prompt past user entries without text; the byte rule of a line."""
 import io
 import os
+import random
 
 import orjson
 import pytest
@@ -262,3 +263,47 @@ def test_summarize_a_file_larger_than_a_read_whose_last_read_has_no_time(tmp_pat
     path.write_bytes(header("/w") + msg("u1", None, "user", "first", ts=good) + huge + _entry(3, "bad"))
     s = scan.summarize(str(path))
     assert (s.messages, s.prompt, s.last) == (3, "first", good)
+
+
+def _last_timestamp_by_the_rule(data):
+    """The full rule, on the whole file at once: the last TAIL_LINES complete lines, newest first."""
+    for raw in reversed(data.split(b"\n")[:-1][-scan.TAIL_LINES:]):
+        obj = scan.stream.loads(raw)
+        k = scan.kind(obj)
+        if k == scan.stream.HEADER:
+            return None
+        if k == scan.stream.ENTRY and scan.epoch(obj["timestamp"]) is not None:
+            return obj["timestamp"]
+    return None
+
+
+def test_last_timestamp_read_back_agrees_with_the_rule_on_random_files(tmp_path):
+    """Read back from the end in growing steps (4 KB, doubling), it decides
+    as the rule does on the whole file: lines across step edges, blank and
+    hostile lines, a header anywhere, torn tails, 60-70 undecided lines."""
+    from hostile_lines import TORN, random_line
+
+    rng = random.Random(30)
+    torn = [v for v in TORN.values() if v is not None and len(v) < 10_000]
+    path = tmp_path / "s.jsonl"
+    seen = set()
+    for _ in range(300):
+        lines = [header("/w")] if rng.random() < 0.8 else []
+        for i in range(rng.choice([0, 1, 3, 20, 63, 64, 65, 70])):
+            r = rng.random()
+            if r < 0.5:
+                lines.append(random_line(rng) + b"\n")
+            elif r < 0.7:
+                stamp = rng.choice(["yesterday", "2026-04-25T17:40:16.000Z"])
+                lines.append(_entry(i, stamp + "x" * rng.choice([0, 0, 100, 3000, 5000, 9000])))
+            elif r < 0.8:
+                lines.append(rng.choice([b"\n", b"  \n", header("/w")]))
+            else:
+                lines.append(rng.choice(torn))
+        tail = rng.choice([b"", b"", b'{"type":"message","id":"torn"', _entry(99, "2026-04-25T17:40:16.000Z")[:-1]])
+        data = b"".join(lines) + tail
+        path.write_bytes(data)
+        want = _last_timestamp_by_the_rule(data)
+        assert scan.last_timestamp(str(path)) == want, data[-300:]
+        seen.add(want is None)
+    assert seen == {True, False}

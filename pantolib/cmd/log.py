@@ -98,7 +98,7 @@ def append(path):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
-    from pantolib import session, stream
+    from pantolib import prefix, session, stream
 
     out = cli.stdout()
     downstream = [True, None]     # still echoing; the error that stopped it
@@ -122,7 +122,10 @@ def append(path):
     # nothing that waits for the file's creation is echoed: it is on no disk.
     writer = session.Writer(path, warn=lambda message: cli.warn(NAME, message))
     try:
-        for batch in stream.read_ahead(stream.read_batches(cli.stdin())):
+        # the part the file has already (replay F | ... | append F) is compared, not parsed
+        rest, lineno, started = prefix.append_known(writer, cli.stdin(), echo)
+        for batch in stream.read_ahead(stream.read_batches(cli.stdin(), first=rest, lineno=lineno,
+                                                           started=started)):
             writer.feed_batch(batch, echo)
         echo(writer.finish())
     finally:
@@ -152,7 +155,16 @@ def replay(arg, no_repair, at=None, skip_bad=False):
             start = e
         _copy(path, r.end, start)
         return cli.OK
-    r = session.scan(path, ids=False)     # constant memory: only where the valid part ends
+    # Where the valid lines end (opened read-only, without a lock, as a
+    # plain read): read on from what the index cache covers (bytes it
+    # covers were read and found valid: copied, not parsed again), else from
+    # the top; the lines read are not kept (constant memory), nor is the
+    # cache written (a replay's first read costs what it did).
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        r = session.read_indexed(path, fd, fix=False, ids=False)
+    finally:
+        os.close(fd)
     if r.end < r.size:
         what = f"{r.size - r.end} bytes from line {r.cut_line}"
         if no_repair:

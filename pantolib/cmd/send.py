@@ -76,7 +76,7 @@ def main(argv=None):
         with open(args["--file"], encoding="utf-8") as f:
             prompt = f.read()
 
-    session, out_lines, taken, unstamped = turn.read_input(args["--system"], not args["--no-context-files"])
+    session, out_lines, taken, unstamped = turn.read_input(args["--system"], not args["--no-context-files"], known=True)
     out = cli.stdout()
     with turn.sigint_held():    # configure imports the wire module
         provider, options, key_var, keys = turn.configure(opts, session, out, out_lines, unstamped)

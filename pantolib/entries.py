@@ -132,6 +132,16 @@ def usage_counts(u):
             e if type(e) is int and e > 0 else 0, f if type(f) is int and f > 0 else 0)
 
 
+def billed_in(entry):
+    """The session an entry's response was paid in, when the entry is a copy
+    of it (`billedIn`: a /fork, an imported copy), else None. Such an entry
+    counts as a turn that cost nothing here (SPEC 8: each response is paid
+    once); a usage it carries anyway is not counted. The one definition of
+    that rule."""
+    b = entry.get("billedIn") if type(entry) is dict else None
+    return b if type(b) is str and b else None
+
+
 def usage_of(msg):
     """The usage of an assistant message as a dict of ints (USAGE_KEYS), or None when unknown."""
     n = usage_counts(msg.get("usage"))

@@ -1017,3 +1017,37 @@ def test_by_session_puts_a_sub_agent_under_its_parent_and_in_its_total(prices):
     # a sub-agent whose parent is not in the report is a row of its own
     doc, _ = cost_json("--by", "session", os.path.join(paths.sessions_root(), paths.encode_cwd("/w"), CHILD + ".jsonl"))
     assert [(s["session"], s["input"]) for s in doc["sessions"]] == [(CHILD, 200)]
+
+
+def test_a_fork_of_a_fork_written_as_fork_writes_it_is_billed_once(prices):
+    """What /fork writes (slash.forked), put in files by panto-log append: the copies
+    of replies and of a compaction lose their usage and name the session that paid
+    (a reply of unknown usage too: it is unpriced once, in the session it came from)."""
+    from pantolib.slash import forked
+
+    b = imported(PARENT)
+    b.user()
+    b.assistant(input=1000, output=100)
+    compaction_entry(b, {"input": 500, "output": 50})
+    b.user()
+    b.assistant(no_usage=True)                  # unknown stays unknown, in the original only
+    first = b.bytes()
+    for data in (first,):
+        assert run(["panto-log", "append"], input=data).returncode == 0
+    head, fork1 = forked(first)
+    assert (head["parentSession"], head["relation"]) == (PARENT, "fork")
+    grown = fork1 + orjson.dumps({"type": "message", "id": "f0000001", "parentId": b.last,
+                                  "timestamp": "2026-04-25T16:00:00.000Z",
+                                  "message": {"role": "assistant", "content": [], "provider": SONNET[0],
+                                              "model": SONNET[1], "usage": {"input": 7, "output": 7}}}) + b"\n"
+    assert run(["panto-log", "append"], input=grown).returncode == 0
+    head2, fork2 = forked(grown)
+    assert run(["panto-log", "append"], input=fork2).returncode == 0
+    copies = [orjson.loads(x) for x in fork2.splitlines()[1:]]
+    assert [e.get("billedIn") for e in copies] == [None, PARENT, PARENT, None, PARENT, head["id"]]
+    assert fork2.splitlines()[4] == first.splitlines()[4]       # no turn: the line as it was
+    doc, _ = cost_json("--all", "--by", "session")
+    t = doc["total"]
+    assert (t["input"], t["output"], t["billedElsewhere"], t["unpricedTurns"]) == (1507, 157, 7, 1)
+    rows = {s["session"]: s for s in doc["sessions"]}
+    assert [rows[s]["input"] for s in (PARENT, head["id"], head2["id"])] == [1500, 7, 0]

@@ -1051,3 +1051,29 @@ def test_a_fork_of_a_fork_written_as_fork_writes_it_is_billed_once(prices):
     assert (t["input"], t["output"], t["billedElsewhere"], t["unpricedTurns"]) == (1507, 157, 7, 1)
     rows = {s["session"]: s for s in doc["sessions"]}
     assert [rows[s]["input"] for s in (PARENT, head["id"], head2["id"])] == [1500, 7, 0]
+
+
+def test_a_long_chain_of_sub_agents_and_a_loop_of_parents(prices):
+    """Sub-agents 1,100 generations deep (deeper than Python's recursion) and two
+    sessions that name each other as parent: every session is one row, each
+    total holds its descendants, and nothing is counted twice."""
+    ids = [f"0199aaaa-0000-7000-8000-{i:012d}" for i in range(1100)]
+    for i, sid in enumerate(ids):
+        b = imported(sid, parent=ids[i - 1] if i else None, relation="subagent" if i else None)
+        b.assistant(input=1)
+        in_sessions(b, sid)
+    a, z = "0199ffff-0000-7000-8000-00000000000a", "0199ffff-0000-7000-8000-00000000000b"
+    for sid, parent in ((a, z), (z, a)):
+        b = imported(sid, parent=parent, relation="subagent")
+        b.assistant(input=1000)
+        in_sessions(b, sid)
+    doc, _ = cost_json("--all", "--by", "session")
+    rows = doc["sessions"]
+    assert [s["session"] for s in rows[:1100]] == ids and {s["session"] for s in rows[1100:]} == {a, z}
+    assert rows[0]["withSubagents"]["input"] == 1100 and rows[1098]["withSubagents"]["input"] == 2
+    assert sum(s["input"] for s in rows) == doc["total"]["input"] == 3100
+    assert rows[1100]["withSubagents"]["input"] == 2000 and "withSubagents" not in rows[1101]
+    table = run(["panto-cost", "--all", "--by", "session"]).stdout.decode().splitlines()
+    assert table[1].startswith(ids[0]) and table[2].startswith(f"↳ {ids[1]}")
+    assert table[12].startswith(f"{'  ' * 9}↳ [11] {ids[11]}") and table[1100].startswith(f"{'  ' * 9}↳ [1099] ")
+    assert len(table) == 1 + 1102 + 1

@@ -304,24 +304,32 @@ def _session_tree(groups):
     below = {c for cs in children.values() for c in cs}
     out, done = [], set()
 
-    def visit(g, depth):
-        done.add(g)
-        at = len(out)
-        out.append(None)
-        whole = groups[g]
-        for c in sorted(children.get(g, ()), key=str):
-            if c not in done:
-                whole = list(map(add, whole, visit(c, depth + 1)))
-        out[at] = (g, depth, groups[g], whole)
-        return whole
+    def visit(root):      # depth first, without recursion: a chain of sub-agents may be long
+        order, kids, stack = [], {}, [(root, 0, None)]
+        while stack:
+            g, depth, up = stack.pop()
+            if g in done:
+                continue
+            done.add(g)
+            order.append((g, depth))
+            if up is not None:
+                kids.setdefault(up, []).append(g)
+            stack.extend((c, depth + 1, g) for c in sorted(children.get(g, ()), key=str, reverse=True))
+        whole = {}
+        for g, _ in reversed(order):      # descendants before their ancestors
+            w = groups[g]
+            for c in kids.get(g, ()):
+                w = list(map(add, w, whole[c]))
+            whole[g] = w
+        out.extend((g, depth, groups[g], whole[g]) for g, depth in order)
 
     order = sorted(groups.items(), key=_str_key)
     for g, _ in order:
         if g not in below and g not in done:
-            visit(g, 0)
+            visit(g)
     for g, _ in order:     # a loop of parents (a file that names itself, say): each at the top
         if g not in done:
-            visit(g, 0)
+            visit(g)
     return out
 
 
@@ -337,7 +345,7 @@ def _table(tally, by, total):
                 for (p, m), r in sorted(tally.rollup("model").items(), key=_model_key)]
     elif by == "session":
         heads = ["SESSION"]
-        rows = [([("  " * (depth - 1) + "↳ " if depth else "") + cell(str(g))], as_dict(whole))
+        rows = [([_nested(depth) + cell(str(g))], as_dict(whole))
                 for g, depth, _, whole in _session_tree(tally.rollup("group"))]
     else:
         heads = [by.upper()]
@@ -355,6 +363,16 @@ def _table(tally, by, total):
                  for i, c in enumerate(line[:-1])]
         text.append("  ".join(cells + [line[-1]]).rstrip() + "\n")
     return "".join(text)
+
+
+def _nested(depth, most=10):
+    """What goes before a sub-agent's session id: `↳ ` one level deeper per
+    generation, past `most` levels the depth as a number instead."""
+    if not depth:
+        return ""
+    if depth <= most:
+        return "  " * (depth - 1) + "↳ "
+    return "  " * (most - 1) + f"↳ [{depth}] "
 
 
 def _numbers(d):

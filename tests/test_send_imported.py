@@ -132,6 +132,10 @@ def test_resume_by_the_other_agents_id_goes_on_with_the_images(isolated, srv, tm
     srv.push(S.anthropic_text("it is fixed now"))
     t = Term(["--resume", SID[:4], "--no-tools"], env)
     t.expect(f"resumed session {SID}")
+    t.expect("[image: image/png, 1 KB]")           # the prompt's image, shown by type and size
+    t.expect("captured main")
+    t.expect("[image: image/jpeg, 304 bytes]")     # the one the tool returned
+    t.expect("The header overlaps.")
     t.expect("> ")
     t.turn("is it fixed?", "it is fixed now")
     assert t.quit() == 0

@@ -96,8 +96,9 @@ def text(s):
 def texts_of(entry):
     """The texts a person reads in a valid entry, as (block, text) in order:
     a message's text blocks, tool calls (the text is the input; the name is
-    block["name"]) and tool results, not its thinking; a compaction's
-    summary or a session's name (block None). Tree, show and search read
+    block["name"]) and tool results, not its thinking nor its images; a
+    compaction's or a branch summary's summary or a session's name (block
+    None). Tree, show and search read
     an entry's text through it."""
     t = entry.get("type")
     if t == "message":
@@ -110,9 +111,39 @@ def texts_of(entry):
             elif bt == "toolResult":
                 yield block, block["content"]
         return
-    value = entry.get("summary") if t == "compaction" else entry.get("name") if t == "sessionInfo" else None
+    value = entry.get("summary") if t in ("compaction", "branchSummary") else \
+        entry.get("name") if t == "sessionInfo" else None
     if isinstance(value, str):
         yield None, value
+
+
+def image_of(block):
+    """(media type, base64 data) of a valid image block, else None. An image
+    block (SPEC 12, an extension) is {"type":"image","mediaType":S,"data":BASE64};
+    one that lacks either string is kept in the file but never sent."""
+    if type(block) is not dict or block.get("type") != "image":
+        return None
+    media, data = block.get("mediaType"), block.get("data")
+    if type(media) is not str or not media or type(data) is not str or not data:
+        return None
+    return media, data
+
+
+def image_text(block):
+    """An image block for people: `[image: image/png, 123 KB]` (the size of
+    the decoded data; KB and MB of 1024)."""
+    got = image_of(block)
+    if got is None:
+        return "[image: not readable]"
+    media, data = got
+    size = len(data) // 4 * 3 + (len(data) % 4 * 3 // 4) - data[-2:].count("=")
+    if size < 1024:
+        amount = f"{size} byte{'s' if size != 1 else ''}"
+    elif size < 1024 * 1024:
+        amount = f"{round(size / 1024)} KB"
+    else:
+        amount = f"{size / (1024 * 1024):.1f} MB"
+    return f"[image: {media}, {amount}]"
 
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "reasoning", "cacheWrite1h")
@@ -130,6 +161,16 @@ def usage_counts(u):
     return (a if type(a) is int and a > 0 else 0, b if type(b) is int and b > 0 else 0,
             c if type(c) is int and c > 0 else 0, d if type(d) is int and d > 0 else 0,
             e if type(e) is int and e > 0 else 0, f if type(f) is int and f > 0 else 0)
+
+
+def billed_in(entry):
+    """The session an entry's response was paid in, when the entry is a copy
+    of it (`billedIn`: a /fork, an imported copy), else None. Such an entry
+    counts as a turn that cost nothing here (SPEC 8: each response is paid
+    once); a usage it carries anyway is not counted. The one definition of
+    that rule."""
+    b = entry.get("billedIn") if type(entry) is dict else None
+    return b if type(b) is str and b else None
 
 
 def usage_of(msg):

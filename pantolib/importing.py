@@ -521,9 +521,10 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
             if b is not None and sid is not None and not dry_run:
                 payer = billing.payer(b, sid)
                 if payer != sid:
-                    m = obj["message"]
-                    m.pop("usage", None)
-                    m["billedIn"] = payer
+                    obj.pop("usage", None)
+                    if type(obj.get("message")) is dict:
+                        obj["message"].pop("usage", None)
+                    obj["billedIn"] = payer
             if dry_run:
                 added += 1
             elif batch.add(stream.dumps(obj), obj):

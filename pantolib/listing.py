@@ -13,10 +13,10 @@ import orjson
 
 from pantolib import paths, scan
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 CACHE_NAME = "ls-cache.json"
-_FIELDS = {"id": str, "cwd": str, "messages": int}
-_OPTIONAL = {"created": str, "firstPrompt": str, "name": str, "last": str}
+_FIELDS = {"id": str, "cwd": str, "messages": int, "agent": str}
+_OPTIONAL = {"created": str, "firstPrompt": str, "name": str, "last": str, "parentSession": str}
 
 NotASession = scan.NotASession
 
@@ -36,10 +36,14 @@ def _valid(info):
 
 def summarize(path, needle=None):
     """(the cacheable summary (a dict) of one session file, the match of needle)."""
+    from pantolib import stream
+
     s = scan.summarize(path, needle)
     created = s.header.get("timestamp")
+    agent, parent, _ = stream.lineage(s.header)
     return ({"id": s.header["id"], "cwd": s.header["cwd"], "created": created if isinstance(created, str) else None,
-             "messages": s.messages, "firstPrompt": s.prompt, "name": s.name, "last": s.last}, s.match)
+             "messages": s.messages, "firstPrompt": s.prompt, "name": s.name, "last": s.last,
+             "agent": agent, "parentSession": parent}, s.match)
 
 
 class Lister:
@@ -159,8 +163,17 @@ def local_time(epoch):
 
 
 def title(s):
-    """What a listing calls a session: its last name, else its first prompt."""
-    return s["name"] if s.get("name") is not None else s.get("firstPrompt")
+    """What a listing calls a session: its last name, else its first prompt;
+    after `↳ ` when it has a parent session (a fork, a sub-agent), and after
+    its agent in brackets when another agent wrote it (`[codex] fix the
+    refresh bug`); None when there is nothing to call it."""
+    text = s["name"] if s.get("name") is not None else s.get("firstPrompt")
+    agent = s.get("agent")
+    if agent is not None and agent != "panto":
+        text = f"[{agent}]" if not text else f"[{agent}] {text}"
+    if s.get("parentSession") is not None:
+        text = "↳" if not text else f"↳ {text}"
+    return text
 
 
 def unique_prefixes(ids, least=8):

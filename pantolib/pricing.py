@@ -2,11 +2,11 @@
 `scan.PricedEntries` reads from files) by model, day and session, priced at
 models.toml's rates (prices.py holds the rates and the arithmetic,
 models_toml.py the table)."""
-from pantolib.entries import usage_counts
+from pantolib.entries import billed_in, usage_counts
 from pantolib.prices import UNKNOWN, canonical_stamp, in_force, today, utc_day
 
 FIELDS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h",
-          "reasoning", "knownPicoUsd", "unpricedTurns", "compactions")
+          "reasoning", "knownPicoUsd", "unpricedTurns", "compactions", "billedElsewhere")
 
 
 
@@ -21,9 +21,12 @@ FIELDS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h",
 #   ABOVE  whether the request's prompt exceeded the model's above_tokens
 #          (a cache of sums is keyed by `Prices.tiers()`, which decides it).
 #   MASK   which of the five priced categories had tokens (bits in RATE
-#          order), -1 for an entry without usage: turns alike in it are
-#          priced alike, so a sum prices exactly as its turns would one by one.
+#          order), -1 for an entry without usage, BILLED for a copy of a
+#          response paid in another session (`entries.billed_in`: a known
+#          zero): turns alike in it are priced alike, so a sum prices
+#          exactly as its turns would one by one.
 SUMS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "compactions")
+BILLED = 1 << 5    # beyond the five category bits: no rate applies, the turn costs 0
 _QUARTER = {f"{m:02d}": f"{m // 15 * 15:02d}:00Z" for m in range(60)}
 
 
@@ -63,7 +66,8 @@ class Tokens:
 
     def add(self, entry):
         """Count one priced entry (a parsed line that `scan.PricedEntries` yields)."""
-        if entry.get("type") == "compaction":
+        t = entry.get("type")
+        if t == "compaction" or t == "branchSummary":
             src, compaction = entry, 1
             provider, model = entry.get("provider"), entry.get("model")
         else:
@@ -79,10 +83,11 @@ class Tokens:
             model = None
         ts = entry.get("timestamp")
         when = when_key(ts, self._quarters)
-        n = usage_counts(src.get("usage"))
+        billed = "billedIn" in entry and billed_in(entry) is not None
+        n = None if billed else usage_counts(src.get("usage"))
         above = False
         if n is None:
-            mask, inp, out, cr, cw, cw1h, reasoning = -1, 0, 0, 0, 0, 0, 0
+            mask, inp, out, cr, cw, cw1h, reasoning = BILLED if billed else -1, 0, 0, 0, 0, 0, 0
         else:
             inp, out, cr, cw, reasoning, cw1h = n
             if cw1h > cw:
@@ -227,6 +232,8 @@ class Tally:
                 row[5] += cw1h
                 row[6] += reasoning
                 row[9] += compactions
+                if key[4] == BILLED:
+                    row[10] += turns
                 if r is None:
                     row[8] += turns
                 else:

@@ -82,6 +82,10 @@ class Repl:
                     lines = str(b.get("content", "")).rstrip("\n").split("\n")
                     more = f" … ({plural(len(lines), 'line')})" if len(lines) > 1 else ""
                     self.say("  " + terminal.visible_line(lines[0][:200]) + more, RED if b.get("isError") else DIM)
+                elif t == "image":      # an imported session's (SPEC 12): its type and size, not its data
+                    from pantolib.entries import image_text
+
+                    self.say("  " + terminal.visible_line(image_text(b)), DIM)
         waiting = session.unanswered_tool_uses()
         if waiting:
             self.say(f"[the last turn was interrupted: {plural(len(waiting), 'tool call')} "

@@ -564,7 +564,8 @@ def _search(buf, end, needle):
 # -- priced entries (panto-cost) ------------------------------------------------
 
 def priced(obj):
-    """Whether a parsed line is a turn to price: an assistant message or a compaction entry.
+    """Whether a parsed line is a turn to price: an assistant message, a
+    compaction entry or a branchSummary entry.
 
     The verdict on the line is the stream's (`stream.classify`): a line that
     is not a valid header, entry or bare entry raises ValueError saying why,
@@ -572,16 +573,17 @@ def priced(obj):
     """
     if stream.classify(obj) == stream.HEADER:
         return False
-    return stream.is_assistant(obj) or stream.is_compaction(obj)
+    return stream.is_assistant(obj) or stream.is_compaction(obj) or stream.is_branch_summary(obj)
 
 
 class PricedEntries:
     """The priced entries of one stream, read without parsing the other lines.
 
-    A line is parsed only when it contains the bytes `"assistant"` or
-    `"compaction"` (`stream.ASSISTANT_MARK`, `stream.COMPACTION_MARK`): the
-    role value of every assistant message and the type of every compaction
-    entry, whatever the key spacing, as long as they are not
+    A line is parsed only when it contains the bytes `"assistant"`,
+    `"compaction"` or `"branchSummary"` (`stream.ASSISTANT_MARK`,
+    `stream.COMPACTION_MARK`, `stream.BRANCH_SUMMARY_MARK`): the role value
+    of every assistant message and the type of every compaction and branch
+    summary entry, whatever the key spacing, as long as they are not
     written with \\u escapes. Inside JSON strings quotes are escaped, so
     message text rarely matches; a match is judged by the stream's rules
     (`priced`), and one that is not a turn is dropped. Other lines are not
@@ -687,7 +689,7 @@ class PricedEntries:
         mark = find
         if self._fast and end >= FAST_FROM and memmem() is not None:
             mark = searcher(memmem(), buf, end)
-        a_mark, c_mark = stream.ASSISTANT_MARK, stream.COMPACTION_MARK
+        a_mark, c_mark, b_mark = stream.ASSISTANT_MARK, stream.COMPACTION_MARK, stream.BRANCH_SUMMARY_MARK
         pos = 0
         if self._first:
             pos = self._first_line(buf, end)
@@ -696,8 +698,11 @@ class PricedEntries:
             if pos < 0:  # the first line was a priced entry
                 pos = -pos
                 yield self._first_entry
-        a, c = mark(a_mark, pos, end), mark(c_mark, pos, end)
-        while True:  # the next of either mark; each search runs once per match
+        a, c, b = mark(a_mark, pos, end), mark(c_mark, pos, end), mark(b_mark, pos, end)
+        while True:  # the next of any mark; each search runs once per match
+            if c < 0 or 0 <= b < c:   # compactions and branch summaries are rare: one "other" mark
+                c, b = b, c
+                c_mark, b_mark = b_mark, c_mark
             if a < 0 and c < 0:
                 return
             i = c if a < 0 or 0 <= c < a else a
@@ -717,6 +722,8 @@ class PricedEntries:
                 a = mark(a_mark, e, end)
             if c >= 0 and c < e:
                 c = mark(c_mark, e, end)
+            if b >= 0 and b < e:
+                b = mark(b_mark, e, end)
 
     def _first_line(self, buf, end):
         """Check the first non-blank line; the offset after it (negative: yield it), or None."""

@@ -314,15 +314,46 @@ def user_prompts(session):
 
 def forked(data):
     """A new session holding the entries of the stream data (its parentSession:
-    data's session): (its header, its stream)."""
+    data's session, its relation "fork"): (its header, its stream). Each copied
+    turn (an assistant message, a compaction, a branch summary) is written
+    without its usage and with `billedIn`, the session that paid for it (SPEC
+    8: each response is paid once; a reply whose usage is unknown is then
+    unpriced once, not once per copy); the other lines are copied byte for
+    byte."""
     import orjson
 
     from pantolib import entries, stream
 
     first, _, rest = data.partition(b"\n")
     header = entries.make_header()
-    header["parentSession"] = orjson.loads(first).get("id")
-    return header, stream.dumps(header) + rest
+    parent = orjson.loads(first).get("id")
+    header["parentSession"], header["relation"] = parent, "fork"
+    out = [stream.dumps(header)]
+    for raw in rest.split(b"\n"):
+        if not raw:
+            continue
+        obj = stream.loads(raw)
+        if obj is not None:
+            obj = _billed_copy(obj, parent)
+        out.append(raw + b"\n" if obj is None else stream.dumps(obj))
+    return header, b"".join(out)
+
+
+def _billed_copy(entry, paid_in):
+    """The copy of a turn paid in session `paid_in`, or None when the entry is
+    no turn or is marked already (a copy keeps the session that paid)."""
+    from pantolib import entries, stream
+
+    if entries.billed_in(entry) is not None:
+        return None
+    if stream.is_assistant(entry):
+        copy = dict(entry, message={k: v for k, v in entry["message"].items() if k != "usage"})
+    elif stream.is_compaction(entry) or stream.is_branch_summary(entry):
+        copy = {k: v for k, v in entry.items() if k != "usage"}
+    else:
+        return None
+    copy["billedIn"] = paid_in
+    return copy
 
 
 def edit_prompt(screen, env, initial=""):

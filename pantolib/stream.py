@@ -10,9 +10,10 @@ crash can leave, and why a line looks so: session.scan's recovery asks it
 of every line but the common one), `classify` (the kind of a line, or a
 ValueError saying what is wrong with it),
 `is_header`, `header_of` (a first line read cheaply), `is_assistant`,
-`is_compaction`, `is_partial` / `omitted_ids` (a stream that is not the
+`is_compaction`, `is_branch_summary`, `is_partial` / `omitted_ids` (a stream that is not the
 complete session says so in its header), and for the fast byte scanners
-`ASSISTANT_MARK` / `may_be_assistant` and `COMPACTION_MARK`.
+`ASSISTANT_MARK` / `may_be_assistant`, `COMPACTION_MARK` and
+`BRANCH_SUMMARY_MARK`.
 
 Nesting: panto reads a line nested up to READ_DEPTH levels (orjson's reader
 stops there) and writes one nested up to WRITE_DEPTH (orjson's writer stops
@@ -75,8 +76,9 @@ def dumps(obj):
 # quotes inside strings, so only a key or value can end in `"`). A scanner
 # may skip a line without them; one that has them must still be parsed.
 ASSISTANT_MARK = b'"assistant"'
-# Likewise the type value of every compaction entry.
+# Likewise the type value of every compaction entry, and of every branchSummary.
 COMPACTION_MARK = b'"compaction"'
+BRANCH_SUMMARY_MARK = b'"branchSummary"'
 
 
 def may_be_assistant(raw):
@@ -197,6 +199,25 @@ def partial_header(header, omitted):
     return dumps({**header, PARTIAL: {"omitted": list(omitted)}})
 
 
+AGENTS = ("panto", "claude-code", "codex", "pi", "opencode")
+
+
+def lineage(header):
+    """(agent, parentSession, relation) of a parsed header (SPEC 12): the
+    agent that wrote the session (`source.agent`; "panto" for panto's own),
+    the session it was forked from or is a sub-agent of, and which of the
+    two (`relation`: "subagent" or "fork"; None when the header names none).
+    A value of the wrong type reads as absent."""
+    if type(header) is not dict:
+        return "panto", None, None
+    source = header.get("source")
+    agent = source.get("agent") if type(source) is dict else None
+    parent, relation = header.get("parentSession"), header.get("relation")
+    return (agent if type(agent) is str and agent else "panto",
+            parent if type(parent) is str and parent else None,
+            relation if type(relation) is str and relation else None)
+
+
 def is_assistant(obj):
     """An assistant message entry (a parsed line)."""
     if type(obj) is not dict or obj.get("type") != "message":
@@ -208,6 +229,12 @@ def is_assistant(obj):
 def is_compaction(obj):
     """A compaction entry (a parsed line)."""
     return type(obj) is dict and obj.get("type") == "compaction"
+
+
+def is_branch_summary(obj):
+    """A branchSummary entry (a parsed line): a summary of an abandoned
+    branch, priced like a compaction, never part of a conversation."""
+    return type(obj) is dict and obj.get("type") == "branchSummary"
 
 
 def _quoted(value, limit=40):

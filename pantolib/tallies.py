@@ -25,11 +25,12 @@ import os
 from pantolib import cache, pricing
 from pantolib.errors import SessionError
 
-VERSION = 2
+VERSION = 3
 NAME = "cost-cache.json"
 EDGE = 4096
-# an entry: [ident, covered, edges, started, header id, created, last, bad, torn, rows, refused]
-_LEN = 11
+# an entry: [ident, covered, edges, started, header id, created, last, bad, torn, rows, refused, lineage]
+# (lineage: the header's [agent, parentSession, relation], stream.lineage; None before it is read)
+_LEN = 12
 _UNKNOWN = False   # `last` not looked for yet
 
 
@@ -42,13 +43,15 @@ def _key(name):
 
 
 class File:
-    """What a report needs of one file: its group, token sums, notes, times."""
+    """What a report needs of one file: its group, token sums, notes, times,
+    and its lineage (agent, parentSession, relation: stream.lineage)."""
 
-    __slots__ = ("header_id", "sums", "bad", "torn", "created", "last")
+    __slots__ = ("header_id", "sums", "bad", "torn", "created", "last", "lineage")
 
-    def __init__(self, header_id, sums, bad, torn, created, last):
+    def __init__(self, header_id, sums, bad, torn, created, last, lineage=None):
         self.header_id, self.sums, self.bad, self.torn = header_id, sums, bad, torn
         self.created, self.last = created, last
+        self.lineage = ("panto", None, None) if lineage is None else tuple(lineage)
 
     def notes(self, name):
         out = [f"{name}:{n}: {why}; not counted" for n, why in self.bad]
@@ -147,7 +150,7 @@ class Files:
                 raise error
             return None if fields is None else File(*fields)
         old = self.entries.get(key) if self.use else None
-        if old is not None and (type(old) is not list or len(old) != _LEN):
+        if old is not None and (type(old) is not list or len(old) != _LEN or not _lineage_ok(old[11])):
             old = None
         if old is not None and old[0] == ident and (span is None or old[6] is not _UNKNOWN):
             if old[10] is not None:
@@ -155,7 +158,7 @@ class Files:
             if span is not None and _outside(span, old[5], old[6]):
                 return None
             if old[9] is not None:
-                return File(old[4], old[9], old[7], old[8], old[5], old[6])
+                return File(old[4], old[9], old[7], old[8], old[5], old[6], old[11])
         with open(name, "rb", buffering=0) as f:
             return self._read(f, name, key, ident, old, span)
 
@@ -173,13 +176,13 @@ class Files:
                     old[6] = last
                     self.changed = True
                 else:
-                    self._store(key, [ident, 0, "", False, None, created, last, [], None, None, None])
+                    self._store(key, [ident, 0, "", False, None, created, last, [], None, None, None, None])
                 return None
         if old is not None and old[0] == ident and old[9] is not None:
             if span is not None:
                 old[6] = last
                 self.changed = True
-            return File(old[4], old[9], old[7], old[8], old[5], old[6])
+            return File(old[4], old[9], old[7], old[8], old[5], old[6], old[11])
         start, sums = 0, {}
         if (old is not None and old[0][:2] == ident[:2] and old[0][2] != ident[2] and old[3] is True
                 and old[9] is not None and type(old[1]) is int and 0 < old[1] <= ident[2]
@@ -198,26 +201,37 @@ class Files:
             for entry in scan:
                 add(entry)
         except SessionError as e:
-            self._store(key, [ident, 0, "", False, None, None, _UNKNOWN, [], None, None, [e.message, e.line]])
+            self._store(key, [ident, 0, "", False, None, None, _UNKNOWN, [], None, None, [e.message, e.line], None])
             raise
         if start:
             header_id, created, bad = old[4], old[5], old[7] + [list(b) for b in scan.bad]
+            lineage = old[11]
         else:
+            from pantolib import stream
+
             h = scan.header
             header_id = None if h is None else h["id"]
             created = None if h is None or type(h.get("timestamp")) is not str else h["timestamp"]
             bad = [list(b) for b in scan.bad]
+            lineage = list(stream.lineage(h))
         last = _last(f) if span is not None else _UNKNOWN
         rows = tokens.rows()
         if self.use and not tokens.today_dependent:
             self._store(key, [ident, scan.covered, _edges(f, scan.covered), scan.started, header_id,
-                              created, last, bad, scan.torn, rows, None])
-        return File(header_id, rows, bad, scan.torn, created, last)
+                              created, last, bad, scan.torn, rows, None, lineage])
+        return File(header_id, rows, bad, scan.torn, created, last, lineage)
 
     def _store(self, key, entry):
         if self.use:
             self.entries[key] = entry
             self.changed = True
+
+
+def _lineage_ok(v):
+    """Whether a cache entry's lineage makes sense: None, or [agent, parent, relation]
+    with a string agent and each other a string or None."""
+    return v is None or (type(v) is list and len(v) == 3 and type(v[0]) is str
+                         and all(x is None or type(x) is str for x in v[1:]))
 
 
 def _edges(f, covered):

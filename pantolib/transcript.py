@@ -2,8 +2,8 @@
 
 One heading per entry, text as it was written, thinking as a quote, tool
 calls and results in fenced blocks (long results cut, with a note saying
-so), a compaction as its summary, and one line of usage per assistant
-entry. Each entry is rendered on its own, so a transcript is written as it
+so), a compaction or a branch summary as its summary, an image as one
+line naming its type and size, and one line of usage per assistant entry. Each entry is rendered on its own, so a transcript is written as it
 is read.
 """
 RESULT_LINES = 40
@@ -39,12 +39,15 @@ def quote(text):
     return "\n".join("> " + line if line else ">" for line in text.split("\n")) + "\n"
 
 
-def usage_line(msg):
+def usage_line(msg, paid_in=None):
+    """`*usage: …*`; for a copy of a response paid in another session, that session."""
     from pantolib import entries
 
     u = entries.usage_of(msg)
     parts = []
-    if u is None:
+    if paid_in is not None:
+        parts.append(f"paid in session {paid_in}")
+    elif u is None:
         parts.append("unknown")
     else:
         parts.append(f"{u['input']} input")
@@ -64,8 +67,15 @@ def _who(obj):
 
 
 def header(h):
+    from pantolib import stream
+
     out = f"# session {h.get('id')}\n\n"
     facts = [f"{k}: {h[k]}" for k in ("cwd", "timestamp") if isinstance(h.get(k), str)]
+    agent, parent, relation = stream.lineage(h)
+    if agent != "panto":
+        facts.append(f"imported from {agent}")
+    if parent is not None:
+        facts.append(f"{relation or 'child'} of {parent}")
     if facts:
         out += "*" + " · ".join(facts) + "*\n\n"
     return out
@@ -88,6 +98,10 @@ def _blocks(content):
             shown, note = cut(block["content"])
             what = "tool error" if block.get("isError") else "tool result"
             out.append(f"*{what} ({block['toolUseId']}):*\n" + fence(shown) + (note + "\n" if note else ""))
+        elif t == "image":
+            from pantolib.entries import image_text
+
+            out.append(f"*{image_text(block)}*\n")
         else:
             out.append(f"*(a content block of type {t})*\n")
     return "\n".join(out)
@@ -108,13 +122,18 @@ def entry(obj):
         role, content = msg["role"], msg["content"]
         if role == "assistant":
             title = "assistant" + _who(msg)
-        elif role == "user" and content and all(b.get("type") == "toolResult" for b in content):
-            title = "tool results"
+        elif role == "user" and any(b.get("type") == "toolResult" for b in content) and all(
+                b.get("type") in ("toolResult", "image") for b in content):
+            title = "tool results"     # images a tool returned come with its results
         else:
             title = role
         body = _blocks(content)
         if role == "assistant":
-            body += ("\n" if body else "") + usage_line(msg)
+            from pantolib.entries import billed_in
+
+            paid = billed_in(obj)
+            line = usage_line(msg) if paid is None else usage_line(msg, paid)
+            body += ("\n" if body else "") + line
         return f"## {title}\n\n{body}\n"
     if t == "compaction":
         summary = _text(obj)
@@ -122,6 +141,14 @@ def entry(obj):
         if isinstance(obj.get("usage"), dict):
             body += "\n" + usage_line(obj)
         return f"## compaction{_who(obj)}\n\n{body}\n"
+    if t == "branchSummary":
+        summary = _text(obj)
+        start = obj.get("fromId")
+        where = f" (left at {start})" if isinstance(start, str) and start else ""
+        body = f"*summary of a branch left behind{where}:*\n\n" + summary.rstrip("\n") + "\n"
+        if isinstance(obj.get("usage"), dict):
+            body += "\n" + usage_line(obj)
+        return f"## branch summary{_who(obj)}\n\n{body}\n"
     if t == "sessionInfo":
         name = _text(obj)
         return f"*named: {name}*\n\n"

@@ -852,3 +852,228 @@ def test_since_and_until_skip_files_outside_without_reading_them(prices):
     for bad in (["--since", "2026-13-01"], ["--until", "yesterday"], ["--since", "2026-05-02", "--until", "2026-05-01"]):
         p = run(["panto-cost", "--all", *bad])
         assert_clean_error(p, status=2, name="panto-cost")
+
+
+# --- each response paid once; agents, sub-agents and forks (SPEC 8, 12) -------------------
+
+PARENT = "0199aaaa-0000-7000-8000-00000000000a"
+CHILD = "0199aaaa-0000-7000-8000-00000000000b"
+FORK = "0199aaaa-0000-7000-8000-00000000000c"
+LONE = "0199aaaa-0000-7000-8000-00000000000d"
+
+
+def imported(sid, cwd="/w", agent=None, parent=None, relation=None):
+    """A Builder whose header says which agent wrote the session and whose child it is."""
+    b = Builder(sid=sid, cwd=cwd)
+    if agent is not None:
+        b.lines[0]["source"] = {"agent": agent, "path": f"/src/{sid}.jsonl", "id": sid}
+    if parent is not None:
+        b.lines[0]["parentSession"] = parent
+    if relation is not None:
+        b.lines[0]["relation"] = relation
+    return b
+
+
+def billed_copy(b, paid_in, model=SONNET, **usage):
+    """An assistant entry copied from session paid_in: billedIn, and usage only when given."""
+    b.assistant(model=model, no_usage=not usage, **usage)
+    b.lines[-1]["billedIn"] = paid_in
+
+
+def in_sessions(b, sid, cwd="/w"):
+    return b.write(os.path.join(paths.sessions_root(), paths.encode_cwd(cwd), sid + ".jsonl"))
+
+
+def test_a_copy_billed_elsewhere_is_a_known_zero_turn(prices, tmp_path):
+    b = Builder()
+    b.user()
+    b.assistant(input=1000, output=100)
+    billed_copy(b, PARENT)                                   # copied without usage
+    billed_copy(b, PARENT, input=5000, output=500)           # a usage it carries anyway is not counted
+    billed_copy(b, PARENT, model=("anthropic", "not-in-the-table"))   # no price needed for nothing
+    f = b.write(tmp_path / "s.jsonl")
+    for args, given in (([f], b""), ([f], b""), ([], b.bytes()), ([f, "--no-cache"], b"")):  # cache written, read
+        doc, _ = cost_json(*args, input=given)
+        t = doc["total"]
+        assert (t["turns"], t["billedElsewhere"], t["unpricedTurns"]) == (4, 3, 0)
+        assert (t["input"], t["output"]) == (1000, 100)
+        assert t["picoUsd"] == 1000 * 3_000_000 + 100 * 15_000_000
+        assert by_model(doc)[("anthropic", "not-in-the-table")]["picoUsd"] == 0
+    table = run(["panto-cost", f]).stdout.decode()
+    assert "unpriced" not in table and "unknown" not in table
+
+
+def test_a_billed_in_mark_that_is_not_a_session_id_does_not_hide_usage(prices):
+    b = Builder()
+    b.assistant(input=10)
+    b.lines[-1]["billedIn"] = ""
+    b.assistant(no_usage=True)
+    b.lines[-1]["billedIn"] = 7
+    doc, _ = cost_json(input=b.bytes())
+    t = doc["total"]
+    assert (t["turns"], t["input"], t["billedElsewhere"], t["unpricedTurns"]) == (2, 10, 0, 1)
+
+
+def test_a_branch_summary_is_priced_like_a_compaction(prices, tmp_path):
+    b = Builder()
+    b.user()
+    b.assistant(input=1000, output=100)
+    b.n += 1
+    b.lines.append({"type": "branchSummary", "id": f"{b.n:08x}", "parentId": b.last,
+                    "timestamp": "2026-04-25T15:00:00.000Z", "summary": "tried the other way; it failed",
+                    "fromId": "00000002", "provider": GPT4O[0], "model": GPT4O[1],
+                    "usage": {"input": 300, "output": 30}})
+    b.n += 1
+    b.lines.append({"type": "branchSummary", "id": f"{b.n:08x}", "parentId": b.last,
+                    "timestamp": "2026-04-25T15:00:01.000Z", "summary": "recorded no usage", "fromId": None})
+    f = b.write(tmp_path / "s.jsonl")
+    doc, _ = cost_json(f)
+    m = by_model(doc)
+    assert (m[GPT4O]["turns"], m[GPT4O]["compactions"], m[GPT4O]["input"]) == (1, 1, 300)
+    assert m[GPT4O]["picoUsd"] == 300 * 2_500_000 + 30 * 10_000_000
+    assert (m[(None, None)]["turns"], m[(None, None)]["unpricedTurns"]) == (1, 1)
+
+
+def test_a_fork_and_its_parent_together_bill_each_response_once(prices):
+    """Two files holding the same responses: the fork's copies carry billedIn, so --all counts them once."""
+    b = imported(PARENT)
+    b.user()
+    b.assistant(input=1000, output=100)
+    b.user()
+    b.assistant(input=2000, output=200)
+    in_sessions(b, PARENT)
+    f = imported(FORK, parent=PARENT, relation="fork")
+    f.lines += [dict(x) for x in b.lines[1:]]
+    for e in f.lines[1:]:
+        if e["message"]["role"] == "assistant":
+            e["message"] = {k: v for k, v in e["message"].items() if k != "usage"}
+            e["billedIn"] = PARENT
+    f.last = f.lines[-1]["id"]
+    f.n = 4
+    f.user()
+    f.assistant(input=4000, output=400)
+    in_sessions(f, FORK)
+    doc, _ = cost_json("--all", "--by", "session")
+    assert (doc["total"]["input"], doc["total"]["output"], doc["total"]["billedElsewhere"]) == (7000, 700, 2)
+    rows = {s["session"]: s for s in doc["sessions"]}
+    assert rows[FORK]["relation"] == "fork" and rows[FORK]["parentSession"] == PARENT
+    assert (rows[FORK]["input"], rows[FORK]["turns"]) == (4000, 3)     # a fork is its own row
+    assert rows[PARENT]["input"] == 3000 and "withSubagents" not in rows[PARENT]
+    table = run(["panto-cost", "--all", "--by", "session"]).stdout.decode().splitlines()
+    assert [line.split()[0] for line in table[1:-1]] == [PARENT, FORK]
+
+
+def test_by_agent(prices):
+    for sid, agent in ((PARENT, "claude-code"), (CHILD, "codex"), (FORK, None), (LONE, "codex")):
+        b = imported(sid, agent=agent)
+        b.user()
+        b.assistant(input=int(sid[-1], 16), output=1)
+        in_sessions(b, sid)
+    doc, _ = cost_json("--all", "--by", "agent")
+    assert [(a["agent"], a["turns"], a["input"]) for a in doc["agents"]] == [
+        ("claude-code", 1, 10), ("codex", 2, 11 + 13), ("panto", 1, 12)]
+    table = run(["panto-cost", "--all", "--by", "agent"]).stdout.decode().splitlines()
+    assert table[0].split()[:2] == ["AGENT", "TURNS"]
+    assert [line.split()[:3] for line in table[1:]] == [
+        ["claude-code", "1", "10"], ["codex", "2", "24"], ["panto", "1", "12"], ["TOTAL", "4", "46"]]
+    # a stream on stdin: its header names its agent
+    b = imported(LONE, agent="pi")
+    b.assistant(input=3)
+    doc, _ = cost_json("--by", "agent", input=b.bytes())
+    assert [(a["agent"], a["input"]) for a in doc["agents"]] == [("pi", 3)]
+
+
+def test_by_session_puts_a_sub_agent_under_its_parent_and_in_its_total(prices):
+    parent = imported(PARENT, agent="claude-code")
+    parent.user()
+    parent.assistant(input=1000, output=10)
+    in_sessions(parent, PARENT)
+    child = imported(CHILD, agent="claude-code", parent=PARENT, relation="subagent")
+    child.user()
+    child.assistant(input=200, output=2)
+    in_sessions(child, CHILD)
+    grandchild = imported(LONE, agent="claude-code", parent=CHILD, relation="subagent")
+    grandchild.assistant(input=30, output=3)
+    in_sessions(grandchild, LONE)
+    fork = imported(FORK, parent=PARENT, relation="fork")
+    fork.assistant(input=4, output=4)
+    in_sessions(fork, FORK)
+    for extra in ([], ["--no-cache"], []):
+        table = run(["panto-cost", "--all", "--by", "session", *extra]).stdout.decode().splitlines()
+        names = [line[:len(table[0].split("TURNS")[0])].rstrip() for line in table[1:]]
+        assert names == [PARENT, f"↳ {CHILD}", f"  ↳ {LONE}", FORK, "TOTAL"]
+        inputs = [line.split()[-6] for line in table[1:]]
+        assert inputs == ["1,230", "230", "30", "4", "1,234"]
+        doc, _ = cost_json("--all", "--by", "session", *extra)
+        rows = {s["session"]: s for s in doc["sessions"]}
+        assert [s["session"] for s in doc["sessions"]] == [PARENT, CHILD, LONE, FORK]
+        assert (rows[PARENT]["input"], rows[PARENT]["withSubagents"]["input"]) == (1000, 1230)
+        assert (rows[CHILD]["input"], rows[CHILD]["withSubagents"]["input"]) == (200, 230)
+        assert "withSubagents" not in rows[LONE] and "withSubagents" not in rows[FORK]
+        assert (rows[CHILD]["parentSession"], rows[CHILD]["relation"], rows[CHILD]["agent"]) == (
+            PARENT, "subagent", "claude-code")
+        assert rows[FORK]["agent"] == "panto" and "parentSession" not in rows[PARENT]
+        assert sum(s["input"] for s in doc["sessions"]) == doc["total"]["input"] == 1234
+    # a sub-agent whose parent is not in the report is a row of its own
+    doc, _ = cost_json("--by", "session", os.path.join(paths.sessions_root(), paths.encode_cwd("/w"), CHILD + ".jsonl"))
+    assert [(s["session"], s["input"]) for s in doc["sessions"]] == [(CHILD, 200)]
+
+
+def test_a_fork_of_a_fork_written_as_fork_writes_it_is_billed_once(prices):
+    """What /fork writes (slash.forked), put in files by panto-log append: the copies
+    of replies and of a compaction lose their usage and name the session that paid
+    (a reply of unknown usage too: it is unpriced once, in the session it came from)."""
+    from pantolib.slash import forked
+
+    b = imported(PARENT)
+    b.user()
+    b.assistant(input=1000, output=100)
+    compaction_entry(b, {"input": 500, "output": 50})
+    b.user()
+    b.assistant(no_usage=True)                  # unknown stays unknown, in the original only
+    first = b.bytes()
+    for data in (first,):
+        assert run(["panto-log", "append"], input=data).returncode == 0
+    head, fork1 = forked(first)
+    assert (head["parentSession"], head["relation"]) == (PARENT, "fork")
+    grown = fork1 + orjson.dumps({"type": "message", "id": "f0000001", "parentId": b.last,
+                                  "timestamp": "2026-04-25T16:00:00.000Z",
+                                  "message": {"role": "assistant", "content": [], "provider": SONNET[0],
+                                              "model": SONNET[1], "usage": {"input": 7, "output": 7}}}) + b"\n"
+    assert run(["panto-log", "append"], input=grown).returncode == 0
+    head2, fork2 = forked(grown)
+    assert run(["panto-log", "append"], input=fork2).returncode == 0
+    copies = [orjson.loads(x) for x in fork2.splitlines()[1:]]
+    assert [e.get("billedIn") for e in copies] == [None, PARENT, PARENT, None, PARENT, head["id"]]
+    assert fork2.splitlines()[4] == first.splitlines()[4]       # no turn: the line as it was
+    doc, _ = cost_json("--all", "--by", "session")
+    t = doc["total"]
+    assert (t["input"], t["output"], t["billedElsewhere"], t["unpricedTurns"]) == (1507, 157, 7, 1)
+    rows = {s["session"]: s for s in doc["sessions"]}
+    assert [rows[s]["input"] for s in (PARENT, head["id"], head2["id"])] == [1500, 7, 0]
+
+
+def test_a_long_chain_of_sub_agents_and_a_loop_of_parents(prices):
+    """Sub-agents 1,100 generations deep (deeper than Python's recursion) and two
+    sessions that name each other as parent: every session is one row, each
+    total holds its descendants, and nothing is counted twice."""
+    ids = [f"0199aaaa-0000-7000-8000-{i:012d}" for i in range(1100)]
+    for i, sid in enumerate(ids):
+        b = imported(sid, parent=ids[i - 1] if i else None, relation="subagent" if i else None)
+        b.assistant(input=1)
+        in_sessions(b, sid)
+    a, z = "0199ffff-0000-7000-8000-00000000000a", "0199ffff-0000-7000-8000-00000000000b"
+    for sid, parent in ((a, z), (z, a)):
+        b = imported(sid, parent=parent, relation="subagent")
+        b.assistant(input=1000)
+        in_sessions(b, sid)
+    doc, _ = cost_json("--all", "--by", "session")
+    rows = doc["sessions"]
+    assert [s["session"] for s in rows[:1100]] == ids and {s["session"] for s in rows[1100:]} == {a, z}
+    assert rows[0]["withSubagents"]["input"] == 1100 and rows[1098]["withSubagents"]["input"] == 2
+    assert sum(s["input"] for s in rows) == doc["total"]["input"] == 3100
+    assert rows[1100]["withSubagents"]["input"] == 2000 and "withSubagents" not in rows[1101]
+    table = run(["panto-cost", "--all", "--by", "session"]).stdout.decode().splitlines()
+    assert table[1].startswith(ids[0]) and table[2].startswith(f"↳ {ids[1]}")
+    assert table[12].startswith(f"{'  ' * 9}↳ [11] {ids[11]}") and table[1100].startswith(f"{'  ' * 9}↳ [1099] ")
+    assert len(table) == 1 + 1102 + 1

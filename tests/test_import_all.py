@@ -110,11 +110,11 @@ def test_a_response_copied_into_another_file_or_a_sidechain_is_paid_once(agents_
     third = lines(read(session_file(agent_sid, "/home/u/proj")))
     paid = [o["message"]["usage"] for o in first[1:] if o["message"]["role"] == "assistant"]
     assert paid == [{"input": 100, "output": 20, "cacheRead": 7}, {"input": 101, "output": 21, "cacheRead": 7}]
-    copies = [o["message"] for o in second[1:] if o["message"]["role"] == "assistant"]
-    assert "usage" not in copies[0] and copies[0]["billedIn"] == CC_SID
-    assert copies[1]["usage"] == {"input": 105, "output": 25, "cacheRead": 7}
-    side = third[-1]["message"]
-    assert "usage" not in side and side["billedIn"] == CC_SID
+    copies = [o for o in second[1:] if o["message"]["role"] == "assistant"]
+    assert "usage" not in copies[0]["message"] and copies[0]["billedIn"] == CC_SID
+    assert copies[1]["message"]["usage"] == {"input": 105, "output": 25, "cacheRead": 7}
+    side = third[-1]
+    assert "usage" not in side["message"] and side["billedIn"] == CC_SID
     assert third[0]["parentSession"] == CC_SID and third[0]["relation"] == "subagent"
 
 

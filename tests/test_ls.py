@@ -24,12 +24,13 @@ def entry(eid, parent, role, text, t="2026-04-25T17:40:16.000Z"):
 
 
 def make(cwd, sid, prompt="first prompt", turns=1, created="2026-04-25T17:40:15.990Z",
-         mtime=None, system=True, extra=b"", last="2026-04-25T17:40:16.000Z"):
-    """A session file; its entries are stamped `last` (its last activity)."""
+         mtime=None, system=True, extra=b"", last="2026-04-25T17:40:16.000Z", **head):
+    """A session file; its entries are stamped `last` (its last activity); `head`: more header keys."""
     cwd = str(cwd)
     d = paths.session_dir(cwd)
     os.makedirs(d, mode=0o700, exist_ok=True)
-    out = [orjson.dumps({"type": "session", "version": 1, "id": sid, "timestamp": created, "cwd": cwd}) + b"\n"]
+    out = [orjson.dumps({"type": "session", "version": 1, "id": sid, "timestamp": created, "cwd": cwd, **head})
+           + b"\n"]
     parent = None
     if system:
         out.append(entry("5y5y5y5y", None, "system", "You are helpful. (not a prompt)"))
@@ -610,3 +611,45 @@ def test_the_walked_line_rule_agrees_with_the_full_reading():
         full = scan.role_of(obj)
         assert (full or "") == fast, raw
     assert decided > 800
+
+
+def test_an_imported_session_is_titled_with_its_agent_and_a_child_with_an_arrow(isolated):
+    make(isolated, A, prompt="fix the refresh bug", source={"agent": "codex", "path": "/r.jsonl", "id": "x"},
+         last="2026-04-25T17:40:19.000Z")
+    make(isolated, B, prompt="look for callers", source={"agent": "claude-code", "path": "/a.jsonl", "id": "y"},
+         parentSession=A, relation="subagent", last="2026-04-25T17:40:18.000Z")
+    make(isolated, C, prompt="other way", extra=info("1a1a1a1a", "0000bbbb", "the fork"), parentSession=A,
+         relation="fork")
+    make(isolated, D := "0199dddd-0000-7ccc-8ddd-000000000004", prompt="mine",
+         source={"agent": "pi\x1b[2J", "path": "/p", "id": "z"}, last="2026-04-25T17:40:15.000Z")
+    for _ in range(2):                                   # read, then from the cache
+        prefixes = {r[0]: r[4] for r in rows(ls())}
+        assert {i: prefixes[p] for i, p in ((A, A[:13]), (B, B[:13]), (C, C[:8]), (D, D[:8]))} == {
+            A: "[codex] fix the refresh bug", B: "↳ [claude-code] look for callers", C: "↳ the fork",
+            D: "[pi^[[2J] mine"}
+        js = {s["id"]: s for s in as_json(ls("--json"))}
+        assert {i: (s["agent"], s["parentSession"]) for i, s in js.items()} == {
+            A: ("codex", None), B: ("claude-code", A), C: ("panto", A), D: ("pi\x1b[2J", None)}
+        assert js[A]["firstPrompt"] == "fix the refresh bug" and js[C]["name"] == "the fork"
+    assert "[codex] fix the refresh bug" in [r[4] for r in rows(ls("--no-cache"))]
+
+
+def test_grep_never_matches_image_data(isolated):
+    """Image blocks are base64 text that holds, sooner or later, any short word in
+    some case: a hit in it only makes its line a candidate, which is parsed and
+    checked on the message's text, so no session is listed for its images."""
+    import base64
+
+    data = base64.b64encode(b"\x00refresh" * 2000 + bytes(range(256)) * 40).decode()
+    words = ["AHJ", "ZWZy", "ZXNo", "AAECAwQFBgc"]
+    assert all(w in data for w in words)
+    image = orjson.dumps({"type": "message", "id": "1a1a1a1a", "parentId": "0000bbbb",
+                          "timestamp": "2026-04-25T17:40:17.000Z", "provider": "openai", "model": "gpt-4o",
+                          "message": {"role": "user", "content": [
+                              {"type": "text", "text": "what is on this screenshot?"},
+                              {"type": "image", "mediaType": "image/png", "data": data}]}}) + b"\n"
+    make(isolated, A, extra=image)
+    for w in words:
+        assert grep_rows(w) == [] and grep_rows(w.lower()) == [], w
+    [row] = grep_rows("SCREENSHOT")
+    assert row[5] == "what is on this screenshot?"

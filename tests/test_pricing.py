@@ -4,6 +4,7 @@ The seed's figures are micro-cents; panto stores picodollars, so every seed
 figure appears here multiplied by 10^4.
 """
 import io
+import json
 from decimal import Decimal
 
 import orjson
@@ -718,7 +719,8 @@ def test_the_marks_agree_with_the_full_rule_on_random_lines():
 
     rng = random.Random(11)
     lines = [random_line(rng).replace(b'"role":"user"', rng.choice([b'"role":"user"', b'"role":"assistant"']))
-             .replace(b'"type":"custom"', b'"type":"compaction"') for _ in range(6000)]
+             .replace(b'"type":"custom"', rng.choice([b'"type":"compaction"', b'"type":"branchSummary"']))
+             for _ in range(6000)]
     lines += [b.rstrip(b"\n") for b in [*TORN.values(), *SCHEMA.values()] if b]
     priced_seen = 0
     for raw in lines:
@@ -735,7 +737,8 @@ def test_the_marks_agree_with_the_full_rule_on_random_lines():
         ids = list(s)
         plain = scanner.PricedEntries(io.BytesIO(data), "F", fast=False)
         assert list(plain) == ids and plain.notes == s.notes
-        marked = stream.may_be_assistant(raw) or stream.COMPACTION_MARK in raw
+        marked = (stream.may_be_assistant(raw) or stream.COMPACTION_MARK in raw
+                  or stream.BRANCH_SUMMARY_MARK in raw)
         if full:
             priced_seen += 1
             assert marked and len(ids) == 1 and not s.notes, raw
@@ -743,3 +746,63 @@ def test_the_marks_agree_with_the_full_rule_on_random_lines():
             assert ids == [], raw
             assert bool(s.notes) == (marked and bad), (raw, s.notes)
     assert priced_seen > 100
+
+
+def test_the_scanned_sums_agree_with_the_full_rule_on_billed_copies():
+    """What panto-cost sums through the byte scanner (marks, then pricing.Tokens)
+    equals the full rule applied to every line parsed: a priced entry (scan.priced)
+    with `billedIn` (entries.billed_in) is a known zero turn whatever usage it
+    holds, any other one counts its usage (entries.usage_of) or is unknown."""
+    import random
+
+    from pantolib import pricing
+    from pantolib.entries import billed_in, usage_of
+
+    rng = random.Random(12)
+    table = models_toml.parse("[p.m]\ninput = 1\noutput = 2\n")
+    lines = []
+    for i in range(3000):
+        t = rng.choice(["message", "message", "compaction", "branchSummary", "custom"])
+        e = {"type": t, "id": f"{i:08x}", "parentId": None, "timestamp": "2026-01-01T00:00:01.000Z"}
+        usage = rng.choice([None, {"input": rng.randint(0, 9), "output": rng.randint(0, 9)}, "x", {}])
+        if t == "message":
+            e["message"] = {"role": rng.choice(["assistant", "assistant", "user"]), "content": [],
+                            "provider": "p", "model": rng.choice(["m", "unpriced"])}
+            if usage is not None:
+                e["message"]["usage"] = usage
+        else:
+            e["provider"], e["model"] = "p", rng.choice(["m", "unpriced"])
+            if usage is not None:
+                e["usage"] = usage
+        if rng.random() < 0.4:
+            e["billedIn"] = rng.choice(["0199aaaa-0000-7000-8000-00000000000a", "", None, 5, "x"])
+        lines.append(orjson.dumps(e) if rng.random() < 0.8 else json.dumps(e).encode())
+    data = orjson.dumps(HEADER) + b"\n" + b"\n".join(lines) + b"\n"
+
+    fast = pricing.Tokens(table)
+    for e in scanner.PricedEntries(io.BytesIO(data), "F"):
+        fast.add(e)
+    tally = pricing.Tally(table)
+    tally.merge(None, fast.sums)
+    got = pricing.as_dict(tally.rollup("total"))
+
+    turns = billed = unknown = tokens_in = known = 0
+    for raw in lines:
+        e = orjson.loads(raw)
+        if not scanner.priced(e):
+            continue
+        turns += 1
+        if billed_in(e) is not None:
+            billed += 1
+            continue
+        u = usage_of(e if e["type"] != "message" else e["message"])
+        src = e if e["type"] != "message" else e["message"]
+        if u is None or (src["model"] == "unpriced" and (u["input"] or u["output"])):
+            unknown += 1
+        if u is not None:
+            tokens_in += u["input"]
+            if src["model"] == "m":
+                known += u["input"] * 1_000_000 + u["output"] * 2_000_000
+    assert billed > 300 and unknown > 100
+    assert (got["turns"], got["billedElsewhere"], got["unpricedTurns"], got["input"], got["knownPicoUsd"]) == (
+        turns, billed, unknown, tokens_in, known)

@@ -347,7 +347,7 @@ def test_rewind_branches_from_before_the_chosen_prompt(isolated, srv, env):
 
 @needs_at
 def test_fork_goes_on_in_a_new_session_file(isolated, srv, env):
-    srv.push(openai_text("before the fork"), openai_text("after the fork"))
+    srv.push(openai_text("before the fork", usage=usage(1000, 10)), openai_text("after the fork", usage=usage(30, 3)))
     t = Term(["--no-tools"], env)
     t.expect("> ")
     t.turn("first", "before the fork")
@@ -362,11 +362,20 @@ def test_fork_goes_on_in_a_new_session_file(isolated, srv, env):
             heads[f] = json.loads(fh.readline())
     [old] = [f for f in files if "parentSession" not in heads[f]]
     [new] = [f for f in files if "parentSession" in heads[f]]
-    assert heads[new]["parentSession"] == heads[old]["id"]
+    assert heads[new]["parentSession"] == heads[old]["id"] and heads[new]["relation"] == "fork"
     old_entries, new_entries = read_entries(old), read_entries(new)
     assert [e["id"] for e in new_entries[:len(old_entries)]] == [e["id"] for e in old_entries]
     assert user_texts(old_entries) == ["first"] and user_texts(new_entries) == ["first", "second"]
     assert stat.S_IMODE(os.stat(new).st_mode) == 0o600
+    # the copied reply is billed in the session it came from, once (SPEC 8)
+    [paid] = [e for e in old_entries if e["type"] == "message" and e["message"]["role"] == "assistant"]
+    copy = next(e for e in new_entries if e["id"] == paid["id"])
+    assert "usage" in paid["message"] and "usage" not in copy["message"]
+    assert copy["billedIn"] == heads[old]["id"] and "billedIn" not in paid
+    assert {k: v for k, v in copy.items() if k != "billedIn"} == dict(
+        paid, message={k: v for k, v in paid["message"].items() if k != "usage"})
+    total = json.loads(run(["panto-cost", "--all", "--json"], env=env).stdout)["total"]
+    assert (total["turns"], total["input"], total["output"], total["billedElsewhere"]) == (3, 1030, 13, 1)
 
 
 def test_allowed_lists_the_rules_and_keeps_none_in_a_file(isolated, srv, env):

@@ -63,6 +63,17 @@ CONVERSATIONS["api stamps across three APIs"] = [
     user({"type": "toolResult", "toolUseId": "call_1", "content": "ok"}, text("b")),
     dict(said("openai", OA_MODEL, OA_THINK, text("two")), api="openai_chat"), user(text("c")),
     dict(said("anthropic", AN_MODEL, AN_THINK, text("three")), api="anthropic_messages"), user(text("d"))]
+# an imported session (SPEC 12): images of the person's and of a tool's, and one of a kind
+# Anthropic does not take (sent as a note); another agent's tool names and ids
+PNG = {"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="}
+BMP = {"type": "image", "mediaType": "image/bmp", "data": "Qk0="}
+SHOT = {"type": "toolUse", "id": "toolu_01Shot", "name": "Screenshot", "input": "{}"}
+CONVERSATIONS["images"] = [
+    SYSTEM, user(text("what is this?"), PNG), said("anthropic", "claude-opus-4-5", AN_THINK, text("Let me look."), SHOT),
+    user({"type": "toolResult", "toolUseId": "toolu_01Shot", "content": "the screen"}, PNG, BMP, text("and?")),
+    said("anthropic", "claude-opus-4-5", text("a cat")), user(PNG),
+    said("anthropic", "claude-opus-4-5", SHOT), user({"type": "toolResult", "toolUseId": "toolu_01Shot", "content": ""},
+                                                     PNG, {"type": "image", "data": 5})]
 AN_REASONING = [None, "none", "minimal", "low", "medium", "high", "xhigh", "max", 1024, 30000]
 OA_REASONING = [None, "none", "minimal", "low", "medium", "high", "xhigh", "max"]
 CACHES = ["5m", "1h", "off"]

@@ -139,3 +139,57 @@ def test_closed_downstream_is_quiet(isolated, tmp_path):
     path = write(tmp_path / "s.jsonl", rows)
     p = subprocess.run(["bash", "-o", "pipefail", "-c", f"panto-log show {path} | head -1"], capture_output=True)
     assert p.returncode == 0 and p.stderr == b"" and p.stdout == f"# session {SID}\n".encode()
+
+
+def imported_session(cwd):
+    """A session as panto-log import writes one (SPEC 12): its header names the
+    agent and the parent, images in a prompt and in a tool's results, a copy of
+    a reply billed elsewhere, a branch summary."""
+    import base64
+
+    png = base64.b64encode(b"\x89PNG" + b"\0" * (123 * 1024 - 4)).decode()
+    small = base64.b64encode(b"GIF89a" + b"\1" * 994).decode().rstrip("=")   # unpadded: 1000 bytes
+    return [
+        {"type": "session", "version": 1, "id": SID, "timestamp": "2026-04-25T17:40:15.990Z", "cwd": str(cwd),
+         "source": {"agent": "claude-code", "path": "/p/s.jsonl", "id": "a1b2"},
+         "parentSession": "0199aaaa-bbbb-7ccc-8ddd-00000000000f", "relation": "subagent"},
+        msg("00000001", None, "user", [text("what is wrong here?"),
+                                        {"type": "image", "mediaType": "image/png", "data": png}]),
+        dict(msg("00000002", "00000001", "assistant",
+                 [{"type": "toolUse", "id": "toolu_9", "name": "Read", "input": '{"file_path": "/a.gif"}'}],
+                 provider="anthropic", model="claude-opus-4-5", stopReason="toolUse"),
+             billedIn="0199aaaa-bbbb-7ccc-8ddd-00000000000f"),
+        msg("00000003", "00000002", "user", [{"type": "toolResult", "toolUseId": "toolu_9", "content": "a.gif"},
+                                              {"type": "image", "mediaType": "image/gif", "data": small}]),
+        {"type": "branchSummary", "id": "00000004", "parentId": "00000003", "timestamp": "2026-04-25T17:41:00.000Z",
+         "summary": "Tried reading it as text; gave up.", "fromId": "00000002",
+         "provider": "anthropic", "model": "claude-haiku-4-5", "usage": {"input": 50, "output": 5}},
+        msg("00000005", "00000004", "user", [{"type": "image", "mediaType": "image/webp", "data": 7}]),
+    ]
+
+
+def test_an_imported_session_shows_images_by_type_and_size(isolated, tmp_path):
+    path = write(tmp_path / "s.jsonl", imported_session(isolated))
+    md = show(path)
+    heads = [l for l in md.splitlines() if l.startswith("#")]
+    assert heads == [f"# session {SID}", "## user", "## assistant (anthropic claude-opus-4-5)", "## tool results",
+                     "## branch summary (anthropic claude-haiku-4-5)", "## user"]
+    assert "imported from claude-code" in md and "subagent of 0199aaaa-bbbb-7ccc-8ddd-00000000000f" in md
+    assert "what is wrong here?\n\n*[image: image/png, 123 KB]*\n" in md
+    assert "*[image: image/gif, 1000 bytes]*" in md and "*[image: not readable]*" in md
+    assert "AAAA" not in md                                        # never the data itself
+    assert "*usage: paid in session 0199aaaa-bbbb-7ccc-8ddd-00000000000f · stop: toolUse*" in md
+    assert "*summary of a branch left behind (left at 00000002):*\n\nTried reading it as text; gave up.\n" in md
+    assert "*usage: 50 input · 5 output*" in md
+    assert show("--all", path) == md                               # one path: the same entries
+
+
+def test_tree_of_an_imported_session(isolated, tmp_path):
+    path = write(tmp_path / "s.jsonl", imported_session(isolated))
+    got = [orjson.loads(x) for x in run(["panto-log", "tree", "--json", path]).stdout.splitlines()]
+    assert [(g["type"], g["role"], g["text"]) for g in got] == [
+        ("message", "user", "what is wrong here?"), ("message", "assistant", '[Read] {"file_path": "/a.gif"}'),
+        ("message", "user", "[result] a.gif"), ("branchSummary", None, "Tried reading it as text; gave up."),
+        ("message", "user", "[image: not readable]")]
+    rows = run(["panto-log", "tree", path]).stdout.decode().splitlines()
+    assert rows[3].split("\t")[1].strip() == "branchSummary"

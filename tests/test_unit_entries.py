@@ -178,3 +178,29 @@ def test_usage_dict_writes_input_and_output_always_and_the_others_when_not_zero(
         u = entries.usage_dict(*n)
         assert entries.usage_counts(orjson.loads(orjson.dumps(u))) == tuple(n)
         assert all(u[k] for k in u if k not in ("input", "output"))
+
+
+def test_image_blocks_are_read_and_named_by_type_and_decoded_size():
+    import base64
+
+    from pantolib.entries import image_of, image_text
+
+    for n, shown in ((1, "1 byte"), (2, "2 bytes"), (1023, "1023 bytes"), (1024, "1 KB"),
+                     (123 * 1024 + 300, "123 KB"), (3 * 1024 * 1024 + 1, "3.0 MB")):
+        data = base64.b64encode(b"\0" * n).decode()
+        for d in (data, data.rstrip("=")):        # padded or not, the same size
+            block = {"type": "image", "mediaType": "image/png", "data": d}
+            assert image_of(block) == ("image/png", d)
+            assert image_text(block) == f"[image: image/png, {shown}]", (n, d[-3:])
+    for bad in ({"type": "image", "data": "AAAA"}, {"type": "image", "mediaType": "image/png", "data": 5},
+                {"type": "image", "mediaType": "", "data": "AAAA"}, {"type": "text", "text": "x"}, "image"):
+        assert image_of(bad) is None
+    assert image_text({"type": "image", "data": "AAAA"}) == "[image: not readable]"
+
+
+def test_billed_in_is_a_non_empty_string_at_the_top_of_the_entry():
+    from pantolib.entries import billed_in
+
+    assert billed_in({"type": "message", "billedIn": "0199aaaa"}) == "0199aaaa"
+    for e in ({"type": "message"}, {"billedIn": ""}, {"billedIn": 5}, {"message": {"billedIn": "x"}}, None):
+        assert billed_in(e) is None

@@ -176,7 +176,7 @@ def test_tally_prices_each_turn_as_turn_cost_does(zone):
     assert pricing.as_dict(total) == {
         "turns": 9, "input": 5 + 5 + 101 + 101 + 1 + 2, "output": 7 + 7 + 1 + 1 + 1, "cacheRead": 3,
         "cacheWrite": 3, "cacheWrite1h": 1, "reasoning": 4, "knownPicoUsd": known, "unpricedTurns": 3,
-        "compactions": 1, "picoUsd": None}
+        "compactions": 1, "billedElsewhere": 0, "picoUsd": None}
     assert {k: (v[0], v[7], v[8]) for k, v in rows.items()} == {
         ("s1", "openai", "m"): (2, 5 * 10**6 + 14 * 10**6 + 10**6 + 6 * 10**6 + 4 * 10**6 + 50 * 10**6 + 14 * 10**6, 0),
         ("s2", "openai", "t"): (3, 101 * 10**6 + 2 * 10**6 + 505 * 10**6 + 6 * 10**6, 1),
@@ -232,5 +232,5 @@ def test_rates_are_shared_by_the_sums_of_one_utc_day(zone):
     tally.add(_turn("2026-03-02T12:00:00.000Z", {"input": 2}))   # local day 03-02: another key, the same rates
     tally.add(_turn("2026-03-02T12:00:00.000Z", {"input": 60, "output": 1}, model="flat"))
     tally.add(_turn("2026-03-02T12:00:00.000Z", {"input": 10, "output": 1}, model="flat"))
-    assert tally.rows == {(None, "openai", "m"): [2, 3, 0, 0, 0, 0, 0, 30 * 10**6, 0, 0],
-                          (None, "openai", "flat"): [2, 70, 2, 0, 0, 0, 0, 122 * 10**6 + 11 * 10**6, 0, 0]}
+    assert tally.rows == {(None, "openai", "m"): [2, 3, 0, 0, 0, 0, 0, 30 * 10**6, 0, 0, 0],
+                          (None, "openai", "flat"): [2, 70, 2, 0, 0, 0, 0, 122 * 10**6 + 11 * 10**6, 0, 0, 0]}

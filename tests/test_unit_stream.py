@@ -624,3 +624,15 @@ def test_read_ahead_holds_at_most_depth_items():
     consumed.wait(0.05)
     assert len(taken) == 6
     assert list(it) == list(range(2, 20))
+
+
+def test_lineage_of_a_header():
+    """agent, parentSession and relation (SPEC 12); a value of the wrong type reads as absent."""
+    h = dict(HEADER, source={"agent": "codex", "path": "/r.jsonl", "id": "x"}, parentSession="p", relation="fork")
+    assert stream.lineage(h) == ("codex", "p", "fork")
+    assert stream.lineage(HEADER) == ("panto", None, None)
+    assert stream.lineage(None) == ("panto", None, None)
+    for bad in ({"source": "codex"}, {"source": {"agent": 5}}, {"source": {"agent": ""}},
+                {"parentSession": 7, "relation": ["fork"]}, {"parentSession": "", "relation": ""}):
+        assert stream.lineage(dict(HEADER, **bad)) == ("panto", None, None), bad
+    assert stream.is_branch_summary({"type": "branchSummary"}) and not stream.is_branch_summary({"type": "x"})

@@ -126,7 +126,7 @@ def test_a_cache_entry_that_makes_no_sense_is_ignored(tmp_path, junk):
     files = tallies.Files(PRICES)
     files.entries[name] = junk
     assert _tokens(files.read(name, os.stat(name))) == (2, 20, 10)
-    assert type(files.entries[name]) is list and len(files.entries[name]) == 11
+    assert type(files.entries[name]) is list and len(files.entries[name]) == tallies._LEN
 
 
 def test_a_file_that_changed_after_its_stat_is_read_as_it_is_now(tmp_path):
@@ -238,3 +238,30 @@ def test_outside():
     assert tallies._outside((None, None), "2026-04-25T00:00:00Z", "2026-04-26T00:00:00Z") is False
     assert tallies._outside(("2026-05-01", None), None, "not a time") is False
     assert tallies._outside((None, "2026-01-01"), "not a time", None) is False
+
+
+def test_the_lineage_of_a_file_is_kept_in_the_cache_and_survives_growth(tmp_path):
+    """agent, parentSession and relation of the header (stream.lineage): read once, then
+    answered from the cache, kept when the file grows, and a cached one that makes
+    no sense is read again."""
+    import orjson
+
+    path = tmp_path / "s.jsonl"
+    head = orjson.loads(header(tmp_path))
+    head.update(source={"agent": "codex", "path": "/x", "id": "y"}, parentSession="p-1", relation="subagent")
+    path.write_bytes(orjson.dumps(head) + b"\n" + _turn(0))
+    name = str(path)
+    first = tallies.Files(PRICES)
+    assert first.read(name, os.stat(name)).lineage == ("codex", "p-1", "subagent")
+    first.save()
+    again = tallies.Files(PRICES)
+    assert again.read(name, os.stat(name)).lineage == ("codex", "p-1", "subagent") and not again.changed
+    with open(name, "ab") as f:
+        f.write(_turn(1))
+    grown = tallies.Files(PRICES)
+    got = grown.read(name, os.stat(name))
+    assert got.lineage == ("codex", "p-1", "subagent") and _tokens(got) == (2, 20, 10)
+    grown.entries[name][11] = ["codex", 5, None]
+    assert grown.read(name, os.stat(name)).lineage == ("codex", "p-1", "subagent")
+    plain = _session(tmp_path / "plain.jsonl")
+    assert tallies.Files(PRICES).read(plain, os.stat(plain)).lineage == ("panto", None, None)

@@ -149,8 +149,9 @@ def message(eid, parent, timestamp, role, content, *, provider=None, model=None,
             stop=None, usage=None, billed_in=None):
     """A message entry with SPEC §3's key order: a user entry stamped at the top
     level with provider/model/api when known; an assistant entry with
-    provider, model, api, stopReason and usage (or billedIn, for a response
-    paid in another session) inside `message`."""
+    provider, model, api, stopReason and usage inside `message`; a response
+    paid in another session has no usage and, at the top level of the entry,
+    billedIn (SPEC §8)."""
     e = {"type": "message", "id": eid, "parentId": parent, "timestamp": timestamp}
     if role == "user":
         if provider is not None:
@@ -169,11 +170,11 @@ def message(eid, parent, timestamp, role, content, *, provider=None, model=None,
             m["api"] = api
         if stop is not None:
             m["stopReason"] = stop
-        if billed_in is not None:
-            m["billedIn"] = billed_in
-        elif usage is not None:
+        if billed_in is None and usage is not None:
             m["usage"] = _norm_usage(usage)
     e["message"] = m
+    if role == "assistant" and billed_in is not None:
+        e["billedIn"] = billed_in
     return e
 
 

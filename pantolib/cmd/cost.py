@@ -14,7 +14,7 @@ reads again only what was added since.
 
 Options:
   --all             Every session of every directory, with any FILEs.
-  --by=KEY          Rows per model, session or day [default: model].
+  --by=KEY          Rows per model, session, day or agent [default: model].
   --since=DAY       Only the turns of this local day (YYYY-MM-DD) and after.
   --until=DAY       Only the turns of this local day (YYYY-MM-DD) and before.
   --json            Print one JSON object (picodollars, exact integers).
@@ -31,7 +31,7 @@ import sys
 from pantolib import cli
 
 NAME = "panto-cost"
-BY = ("model", "session", "day")
+BY = ("model", "session", "day", "agent")
 TOKENS = (("input", "INPUT"), ("output", "OUTPUT"), ("cacheRead", "CACHE-READ"),
           ("cacheWrite", "CACHE-WRITE"), ("reasoning", "REASONING"))
 
@@ -46,7 +46,7 @@ def main(argv=None):
         return cli.OK
     by = args["--by"]
     if by not in BY:
-        raise UsageError(f"--by takes model, session or day, not '{by}'")
+        raise UsageError(f"--by takes model, session, day or agent, not '{by}'")
 
     span = (_day_option(args, "--since"), _day_option(args, "--until"))
     if span[0] is not None and span[1] is not None and span[0] > span[1]:
@@ -76,8 +76,8 @@ def main(argv=None):
             check_path(name)  # a directory or a device is no session
             inputs.append((name, os.stat(name)))
 
-    global _said
-    _said = []
+    global _said, _lineages
+    _said, _lineages = [], {}
     use = not args["--no-cache"]
     key = _report_key(args, inputs) if use else None
     if key is not None:
@@ -106,6 +106,7 @@ def _write(out, json):
 
 REPORT = "cost-report.memo"
 _said = []
+_lineages = {}   # --by session: group -> (agent, parentSession, relation) of the session
 
 
 def _report_key(args, inputs):
@@ -197,10 +198,7 @@ def _count(tally, reader, name, st, by, span):
     got = reader.read(name, st, span)
     if got is None:   # no entry of it can be in --since/--until
         return
-    group = None
-    if by == "session":
-        group = name if got.header_id is None else got.header_id
-    tally.merge(group, got.sums)
+    tally.merge(_group(by, name, got.header_id, got.lineage), got.sums)
     for note in got.notes(name):
         _warn(note)
 
@@ -214,18 +212,28 @@ def _count_stream(tally, f, name, by):
     tokens = Tokens(tally.prices)
     for entry in scan:
         tokens.add(entry)
-    group = None
-    if by == "session":
-        group = name if scan.header is None else scan.header["id"]
-    tally.merge(group, tokens.sums)
-    for note in scan.notes:
-        _warn(note)
     from pantolib import stream as format_
 
+    header_id = None if scan.header is None else scan.header["id"]
+    tally.merge(_group(by, name, header_id, format_.lineage(scan.header)), tokens.sums)
+    for note in scan.notes:
+        _warn(note)
     if format_.is_partial(scan.header):   # replay --context: never a silently partial figure
         n = len(format_.omitted_ids(scan.header))
         _warn(f"{name}: not the whole session: a partial stream ({n} entries left out); the figures "
               f"count only what it holds (price the session file, or panto-log replay without --context)")
+
+
+def _group(by, name, header_id, lineage):
+    """The row a file's sums go to: its session (remembering its lineage for
+    the tree of sub-agents), its agent, or None (rows by model or by day)."""
+    if by == "agent":
+        return lineage[0]
+    if by != "session":
+        return None
+    group = name if header_id is None else header_id
+    _lineages.setdefault(group, lineage)
+    return group
 
 
 def _first_time(st, seen):
@@ -255,16 +263,74 @@ def _json(tally, by, total):
         d = as_dict(row)
         body = {k: d[k] for k in ("turns", "input", "output", "cacheRead", "cacheWrite",
                                   "reasoning", "picoUsd", "knownPicoUsd", "unpricedTurns",
-                                  "cacheWrite1h", "compactions")}
+                                  "cacheWrite1h", "compactions", "billedElsewhere")}
         return {**head, **body}
 
     doc = {"total": entry({}, tally.rollup("total")),
            "models": [entry({"provider": p, "model": m}, row)
                       for (p, m), row in sorted(tally.rollup("model").items(), key=_model_key)]}
-    if by != "model":
-        doc["sessions" if by == "session" else "days"] = [
+    if by == "session":
+        doc["sessions"] = []
+        for g, _, row, whole in _session_tree(tally.rollup("group")):
+            agent, parent, relation = _lineages.get(g, ("panto", None, None))
+            head = {"session": g, "agent": agent}
+            if parent is not None:
+                head["parentSession"] = parent
+            if relation is not None:
+                head["relation"] = relation
+            obj = entry(head, row)
+            if whole is not row:
+                obj["withSubagents"] = entry({}, whole)
+            doc["sessions"].append(obj)
+    elif by != "model":
+        doc["days" if by == "day" else "agents"] = [
             entry({by: g}, row) for g, row in sorted(tally.rollup("group").items(), key=_str_key)]
     return orjson.dumps(doc) + b"\n"
+
+
+def _session_tree(groups):
+    """The rows by session as a tree, in order: (session, depth, its own row,
+    its row with those of its sub-agents added — the same object when it has
+    none). A sub-agent (`relation` "subagent") whose parent is in the report
+    follows its parent, one level deeper; a fork, or a sub-agent whose parent
+    is not in the report, is a row of its own at the top."""
+    from operator import add
+
+    children = {}
+    for g in groups:
+        _, parent, relation = _lineages.get(g, ("panto", None, None))
+        if relation == "subagent" and parent in groups and parent != g:
+            children.setdefault(parent, []).append(g)
+    below = {c for cs in children.values() for c in cs}
+    out, done = [], set()
+
+    def visit(root):      # depth first, without recursion: a chain of sub-agents may be long
+        order, kids, stack = [], {}, [(root, 0, None)]
+        while stack:
+            g, depth, up = stack.pop()
+            if g in done:
+                continue
+            done.add(g)
+            order.append((g, depth))
+            if up is not None:
+                kids.setdefault(up, []).append(g)
+            stack.extend((c, depth + 1, g) for c in sorted(children.get(g, ()), key=str, reverse=True))
+        whole = {}
+        for g, _ in reversed(order):      # descendants before their ancestors
+            w = groups[g]
+            for c in kids.get(g, ()):
+                w = list(map(add, w, whole[c]))
+            whole[g] = w
+        out.extend((g, depth, groups[g], whole[g]) for g, depth in order)
+
+    order = sorted(groups.items(), key=_str_key)
+    for g, _ in order:
+        if g not in below and g not in done:
+            visit(g)
+    for g, _ in order:     # a loop of parents (a file that names itself, say): each at the top
+        if g not in done:
+            visit(g)
+    return out
 
 
 def _table(tally, by, total):
@@ -277,6 +343,10 @@ def _table(tally, by, total):
         heads = ["PROVIDER", "MODEL"]
         rows = [([cell(p or "?"), cell(m or "?")], as_dict(r))
                 for (p, m), r in sorted(tally.rollup("model").items(), key=_model_key)]
+    elif by == "session":
+        heads = ["SESSION"]
+        rows = [([_nested(depth) + cell(str(g))], as_dict(whole))
+                for g, depth, _, whole in _session_tree(tally.rollup("group"))]
     else:
         heads = [by.upper()]
         rows = [([cell(str(g))], as_dict(r)) for g, r in sorted(tally.rollup("group").items(), key=_str_key)]
@@ -293,6 +363,16 @@ def _table(tally, by, total):
                  for i, c in enumerate(line[:-1])]
         text.append("  ".join(cells + [line[-1]]).rstrip() + "\n")
     return "".join(text)
+
+
+def _nested(depth, most=10):
+    """What goes before a sub-agent's session id: `↳ ` one level deeper per
+    generation, past `most` levels the depth as a number instead."""
+    if not depth:
+        return ""
+    if depth <= most:
+        return "  " * (depth - 1) + "↳ "
+    return "  " * (most - 1) + f"↳ [{depth}] "
 
 
 def _numbers(d):

@@ -323,6 +323,10 @@ def _first_line(obj):
         for line in text.split("\n"):
             if line.strip():
                 return line.strip()
+    if obj.get("type") == "message":     # a message of images alone: the first of them
+        for block in obj["message"]["content"]:
+            if type(block) is dict and block.get("type") == "image":
+                return entries.image_text(block)
     return ""
 
 

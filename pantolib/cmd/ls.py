@@ -7,8 +7,9 @@ Usage:
 
 Prints one tab-separated line per session of this directory: ID-PREFIX,
 created, last active, message count, title (its name, else its first
-prompt); with --all the working directory as a sixth field; with --grep the
-first matching snippet as the last field.
+prompt; "[agent] " first for an imported session, "↳ " for a fork or a
+sub-agent); with --all the working directory as a sixth field; with --grep
+the first matching snippet as the last field.
 
 Options:
   --all         Sessions of every directory, not just this one.
@@ -116,7 +117,8 @@ def _json(found, grep):
     for s in found:
         obj = {"id": s["id"], "path": s["path"], "cwd": s["cwd"], "created": s["created"],
                "modified": _iso(s["mtime"] / 1e9), "lastActive": s["last"] or _iso(s["mtime"] / 1e9),
-               "messages": s["messages"], "firstPrompt": s["firstPrompt"], "name": s["name"]}
+               "messages": s["messages"], "firstPrompt": s["firstPrompt"], "name": s["name"],
+               "agent": s["agent"], "parentSession": s["parentSession"]}
         if grep:
             obj["match"] = s["match"]
         rows.append(orjson.dumps(obj) + b"\n")

@@ -89,6 +89,53 @@ def own_thinking(messages, provider, model):
     return out
 
 
+def placed_images(blocks):
+    """A user message's blocks and where its images go (SPEC 12): an image
+    block right after a toolResult block (or after another image that is)
+    is part of that tool's result; any other is the person's. Returns (the
+    blocks without the results' images, {id(result block): [its image
+    blocks]}). Blocks are not changed."""
+    out, attached, owner = [], {}, None
+    for b in blocks:
+        t = b.get("type")
+        if t == "image" and owner is not None:
+            attached.setdefault(id(owner), []).append(b)
+            continue
+        owner = b if t == "toolResult" else None
+        out.append(b)
+    return out, attached
+
+
+# The image types every wire API panto speaks takes inline (Anthropic's
+# base64 source lists exactly these; OpenAI's vision guide the same four).
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def sendable_image(block):
+    """(media type, base64 data) of an image block the APIs take, or (None,
+    the reason for a note) for one they do not."""
+    from pantolib.entries import image_of
+
+    got = image_of(block)
+    if got is None:
+        return None, "the block holds no image"
+    if got[0] not in IMAGE_TYPES:
+        return None, "the APIs take JPEG, PNG, GIF and WebP images"
+    return got
+
+
+def data_url(media, data):
+    """An image as OpenAI's APIs take it inline."""
+    return f"data:{media};base64,{data}"
+
+
+def image_note(block, why):
+    """The text sent for an image an API cannot take there, so the model knows it was there."""
+    from pantolib.entries import image_text
+
+    return f"{image_text(block)[:-1]}; not sent: {why}]"
+
+
 def not_run(tool_uses):
     """One error result per tool use, saying it was not run."""
     return [{"type": "toolResult", "toolUseId": b["id"], "content": NOT_RUN, "isError": True}

@@ -22,7 +22,8 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import event_object, normalize, one_line, own_thinking, refusal_note, refused_fields
+from pantolib.providers import (event_object, image_note, normalize, one_line, own_thinking, placed_images,
+                                refusal_note, refused_fields, sendable_image)
 
 NAME = "anthropic"
 API = "anthropic_messages"
@@ -67,8 +68,18 @@ def _input(text):
     return v if isinstance(v, dict) and stream.writable(v, inside=8) else {}
 
 
+def _image(b):
+    """An image block as this API takes it, or a text note for one it cannot take."""
+    media, data = sendable_image(b)
+    if media is None:
+        return {"type": "text", "text": image_note(b, data)}
+    return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+
+
 def _block(b):
     t = b.get("type")
+    if t == "image":
+        return _image(b)
     if t == "text":
         return {"type": "text", "text": b["text"]} if b["text"] else None
     if t == "thinking":
@@ -97,7 +108,16 @@ def wire_messages(messages, model=None):
         if m["role"] == "system":
             system += [b["text"] for b in m["content"] if b.get("type") == "text"]
             continue
-        blocks = [w for w in map(_block, m["content"]) if w is not None]
+        content, attached = placed_images(m["content"]) if m["role"] == "user" else (m["content"], {})
+        blocks = []
+        for b in content:
+            w = _block(b)
+            if w is None:
+                continue
+            if id(b) in attached:   # the images a tool returned go inside its result
+                text = [{"type": "text", "text": w["content"]}] if w["content"] else []
+                w["content"] = text + [_image(i) for i in attached[id(b)]]
+            blocks.append(w)
         if not blocks:
             continue
         if out and out[-1]["role"] == m["role"]:

@@ -19,8 +19,8 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import (event_object, normalize, one_line, own_thinking, refusal_note, refused_fields,
-                                valid_arguments)
+from pantolib.providers import (data_url, event_object, image_note, normalize, one_line, own_thinking,
+                                placed_images, refusal_note, refused_fields, sendable_image, valid_arguments)
 
 NAME = "openai"
 API = "openai_chat"
@@ -46,6 +46,30 @@ def _content(blocks):
     return [{"type": "text", "text": t} for t in texts]
 
 
+def _user_content(blocks):
+    """A user message's text and images as this API takes them: one string for
+    a single text, else a list of text and image_url parts."""
+    parts = []
+    for b in blocks:
+        t = b.get("type")
+        if t == "text" and b["text"]:
+            parts.append({"type": "text", "text": b["text"]})
+        elif t == "image":
+            media, data = sendable_image(b)
+            parts.append({"type": "image_url", "image_url": {"url": data_url(media, data)}} if media is not None
+                         else {"type": "text", "text": image_note(b, data)})
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        return parts[0]["text"]
+    return parts
+
+
+def _result_text(b, images):
+    """A tool result's content; images it returned, which a tool message cannot
+    carry in this API, as a note each."""
+    notes = [image_note(i, "this API takes no images in tool results") for i in images]
+    return "\n".join(([b["content"]] if b["content"] else []) + notes)
+
+
 def wire_messages(messages, model=None):
     """Disk-format messages -> the `messages` array of a chat completions request."""
     out = []
@@ -67,10 +91,12 @@ def wire_messages(messages, model=None):
                 msg["content"] = ""
             out.append(msg)
         else:
+            blocks, attached = placed_images(blocks)
             for b in blocks:
                 if b.get("type") == "toolResult":
-                    out.append({"role": "tool", "tool_call_id": b["toolUseId"], "content": b["content"]})
-            content = _content(blocks)
+                    content = _result_text(b, attached[id(b)]) if id(b) in attached else b["content"]
+                    out.append({"role": "tool", "tool_call_id": b["toolUseId"], "content": content})
+            content = _user_content(blocks)
             if content:
                 out.append({"role": "user", "content": content})
     return out

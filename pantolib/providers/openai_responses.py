@@ -22,8 +22,8 @@ import re
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError, UsageError
-from pantolib.providers import (LEVELS, event_object, normalize, one_line, own_thinking, refusal_note,
-                                refused_fields, valid_arguments)
+from pantolib.providers import (LEVELS, data_url, event_object, image_note, normalize, one_line, own_thinking,
+                                placed_images, refusal_note, refused_fields, sendable_image, valid_arguments)
 from pantolib.providers.openai_chat import DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_VAR  # noqa: F401
 from pantolib.providers.openai_chat import stream_headers
 
@@ -60,11 +60,27 @@ def _assistant_items(blocks):
     return items
 
 
+def _image(b):
+    """An image block as an input_image part (or a text note for one the API cannot take)."""
+    media, data = sendable_image(b)
+    if media is None:
+        return {"type": "input_text", "text": image_note(b, data)}
+    return {"type": "input_image", "image_url": data_url(media, data), "detail": "auto"}
+
+
 def _user_items(blocks):
-    results = [{"type": "function_call_output", "call_id": b["toolUseId"], "output": b["content"]}
-               for b in blocks if b.get("type") == "toolResult"]
-    texts = [{"type": "input_text", "text": b["text"]} for b in blocks if b.get("type") == "text" and b["text"]]
-    return results + ([{"type": "message", "role": "user", "content": texts}] if texts else [])
+    blocks, attached = placed_images(blocks)
+    results = []
+    for b in blocks:
+        if b.get("type") == "toolResult":
+            output = b["content"]
+            if id(b) in attached:   # the images a tool returned go in its output
+                output = ([{"type": "input_text", "text": output}] if output else []) + [
+                    _image(i) for i in attached[id(b)]]
+            results.append({"type": "function_call_output", "call_id": b["toolUseId"], "output": output})
+    parts = [{"type": "input_text", "text": b["text"]} if b.get("type") == "text" else _image(b)
+             for b in blocks if (b.get("type") == "text" and b["text"]) or b.get("type") == "image"]
+    return results + ([{"type": "message", "role": "user", "content": parts}] if parts else [])
 
 
 def wire_input(messages, model):

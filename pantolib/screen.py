@@ -24,6 +24,10 @@ _SGR = re.compile("\x1b\\[([0-9;]*)m")
 _SGR_START = re.compile("\x1b(\\[[0-9;]*)?")
 # what a plumbing command says about a Ctrl-C: the REPL says it once, its own way
 _INTERRUPT_NOTE = re.compile(rb"(?m)^panto-[a-z]+: interrupted[^\n]*(\n|$)")
+# what panto-send says of a context too small, with advice for its command line: the REPL
+# compacts by itself and says what it does in its own words (agent.Agent.turn)
+_CONTEXT_NOTE = re.compile(rb"(?m)^panto-send: (the prompt is too long for the context window|"
+                           rb"no summary written: what is to be summarized)[^\n]*(\n|$)")
 
 
 def plural(n, word, many=None):
@@ -251,6 +255,7 @@ class StepScreen:
         if cmd.role == "tool":
             self.model_start = time.monotonic()
         if cmd.role == "send":
+            data = _CONTEXT_NOTE.sub(b"", data)
             self.live.feed(data) if data else None
         elif data:
             self.screen.out.flush()

@@ -447,13 +447,14 @@ def load_prices(env):
 
 def mark_set_aside(path, session, prompt):
     """Mark a prompt set aside: an empty assistant entry with stopReason
-    "contextFull" after the leaf of its branch (the prompt, or the compaction
+    "contextFull" and usage 0 (the server refused: nothing was billed) after the leaf of its branch (the prompt, or the compaction
     tried after it), appended to the session file; True when it is written."""
     from pantolib import entries, stream
 
     mark = entries.make_message("assistant", [], session.leaf, set(session.by_id))
     mark["message"].update({k: prompt[k] for k in ("provider", "model", "api") if prompt.get(k)})
     mark["message"]["stopReason"] = "contextFull"
+    mark["message"]["usage"] = {"input": 0, "output": 0}   # a refused request is not billed: priced, at 0
     statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", "--at", session.leaf, path,
                                                 sigint=False))]).run()
     if statuses != [cli.OK]:

@@ -1,10 +1,12 @@
-"""No dead end after a too-long prompt (SPEC 5.1, §9): the interactive panto
-under a real pseudo-terminal, against a loopback server that refuses a
-prompt as llama-server does when it does not fit its context."""
+"""The interactive panto against what servers do (SPEC 5.1, §9), under a
+real pseudo-terminal and against loopback servers: no dead end after a
+prompt too long for the context (refused as llama-server does), and with
+--no-tools, the tool calls vLLM invents never run."""
 import os
 
 import pytest
 
+import server_words as W
 from repl_term import KEY, Term, read_entries, session_files, usage
 from sse_server import openai_text
 
@@ -62,7 +64,8 @@ def test_a_prompt_too_long_for_the_context_is_set_aside_and_the_next_goes_withou
     assert [e["type"] for e in below] == ["compaction"]
     [mark] = [e for e in entries if e.get("parentId") == below[0]["id"]]
     assert mark["message"] == {"role": "assistant", "content": [], "provider": "openai", "model": "tiny",
-                               "api": "openai_chat", "stopReason": "contextFull"}
+                               "api": "openai_chat", "stopReason": "contextFull",
+                               "usage": {"input": 0, "output": 0}}    # refused: nothing billed
     assert by_id[hi["parentId"]]["message"]["role"] == "assistant"
 
     # a session resumed with the mark as its leaf would not be; one resumed now goes on from "hi"
@@ -103,3 +106,29 @@ def test_a_first_prompt_too_long_leaves_no_file_and_the_next_starts_fresh(isolat
     assert t.quit() == 0
     assert "--keep" not in t.screen and "panto-send" not in t.screen
     assert "paste" not in sent_texts(srv.requests[-1])
+
+
+def test_no_tools_never_runs_or_asks_about_a_tool_call_the_server_invents(isolated, srv, env):
+    srv.push(W.vllm_tool_use("chatcmpl-tool-1", "bash", '{"command": "touch ran"}', text="Sure."),
+             W.vllm_tool_use("chatcmpl-tool-2", "bash", '{"command": "touch ran"}'))
+    env = dict(env, ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY=KEY)
+    t = Term(["--no-tools", "--yes", "-p", "anthropic", "-m", "tiny"], env)
+    t.expect("> ")
+    t.line("make a file")
+    t.expect("although no tools were offered")
+    t.expect("> ")
+    t.line("again")
+    t.expect("although no tools were offered")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert "allow bash" not in t.screen and not (isolated / "ran").exists()
+    assert len(srv.requests) == 2 and all("tools" not in r.body for r in srv.requests)
+    # the second request carries the first call as text, and no result for it
+    assert srv.requests[1].body["messages"][-2] == {"role": "assistant", "content": [
+        {"type": "text", "text": "Sure."},
+        {"type": "text", "text": '{"name":"bash","arguments":{"command": "touch ran"}}'}]}
+    assert srv.requests[1].body["messages"][-1]["content"] == [{"type": "text", "text": "again"}]
+    [path] = session_files(isolated)
+    replies = [e["message"] for e in read_entries(path) if e.get("type") == "message"
+               and e["message"]["role"] == "assistant"]
+    assert [m["stopReason"] for m in replies] == ["stop", "stop"]

@@ -69,6 +69,17 @@ class LlamaResponses:
     def emit(self, type_, into=None, **fields):
         (self.chunks if into is None else into).append(sse({"type": type_, **fields}, type_))
 
+    def reasoning(self, pieces, rid="rs_llama00"):
+        self.emit("response.output_item.added", item={"id": rid, "summary": [], "type": "reasoning", "content": [],
+                                                      "encrypted_content": "", "status": "in_progress"})
+        for p in pieces:
+            self.emit("response.reasoning_text.delta", delta=p, item_id=rid)
+        item = {"id": rid, "summary": [], "type": "reasoning",
+                "content": [{"text": "".join(pieces), "type": "reasoning_text"}], "encrypted_content": ""}
+        self.emit("response.output_item.done", self.final, item=item)
+        self.output.append(item)
+        return self
+
     def text(self, pieces, mid="msg_llama01"):
         self.emit("response.output_item.added", item={"content": [], "id": mid, "role": "assistant",
                                                       "status": "in_progress", "type": "message"})
@@ -151,3 +162,8 @@ def litellm_messages_text(pieces, prompt=52, completion=120, model="claude-tiny"
                                       "usage": {"input_tokens": prompt, "output_tokens": completion}}),
                    ("message_stop", {"type": "message_stop"})]
     return anthropic_stream(events, **kw)
+
+
+def without_deltas(rep):
+    """A reply with its delta events left out (a server that sends only the done items)."""
+    return dict(rep, chunks=[c for c in rep["chunks"] if ".delta" not in c.split("\n", 1)[0]])

@@ -94,6 +94,16 @@ def test_llama_cpp_responses_text_and_tool_call(srv):
     assert msg["usage"] == {"input": 32, "output": 12, "cacheRead": 8}
 
 
+def test_llama_cpp_responses_reasoning_is_thinking_streamed_or_not(srv):
+    s = W.LlamaResponses().reasoning(["Think", "ing."]).text(["Done."])
+    srv.push(s.completed(), W.without_deltas(W.LlamaResponses().reasoning(["Quiet."]).text(["Ok."]).completed()))
+    for thinking, text in (("Thinking.", "Done."), ("Quiet.", "Ok.")):
+        msg = reply(send(srv, "--api", "openai_responses", "-m", "tiny", "now", input=BASE), BASE)
+        # llama-server's encrypted_content is empty: no signature, never sent back
+        assert msg["content"] == [{"type": "thinking", "thinking": thinking, "itemId": "rs_llama00"},
+                                  {"type": "text", "text": text}]
+
+
 def test_llama_cpp_responses_text_streams_live_and_ctrl_c_keeps_it(srv):
     s = W.LlamaResponses().text(["Streaming ", "live now ", "and on"]).call("k2x", "bash", ARGS)
     srv.push(s.streamed(stall_after=len(s.chunks), stall=15))

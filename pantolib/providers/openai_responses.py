@@ -189,6 +189,14 @@ def _str(v):
     return v if isinstance(v, str) else ""
 
 
+def _reasoning_texts(content):
+    """The raw reasoning of a done item's `content` (llama.cpp puts its thinking there,
+    as `reasoning_text` parts, with an empty summary)."""
+    for p in content if isinstance(content, list) else ():
+        if isinstance(p, dict) and p.get("type") == "reasoning_text" and isinstance(p.get("text"), str):
+            yield p["text"]
+
+
 class _Item:
     """One output item while it streams: its parts as they arrive, and the
     complete item once `response.output_item.done` brings it."""
@@ -218,7 +226,7 @@ class _Item:
                 thinking = SUMMARY_JOIN.join(t for t in texts if isinstance(t, str))
             else:
                 thinking = SUMMARY_JOIN.join("".join(self.summary[i]) for i in sorted(self.summary)) \
-                    or "".join(self.reasoning)
+                    or "".join(self.reasoning) or "".join(_reasoning_texts(done.get("content")))
             blk = {"type": "thinking", "thinking": thinking}
             sig = done.get("encrypted_content")
             if isinstance(sig, str) and sig:

@@ -28,6 +28,10 @@ _INTERRUPT_NOTE = re.compile(rb"(?m)^panto-[a-z]+: interrupted[^\n]*(\n|$)")
 # compacts by itself and says what it does in its own words (agent.Agent.turn)
 _CONTEXT_NOTE = re.compile(rb"(?m)^panto-send: (the prompt is too long for the context window|"
                            rb"no summary written: what is to be summarized)[^\n]*(\n|$)")
+# and the advice of its other messages for its own options (--timeout, --max-tokens), which
+# the REPL does not take: every hint it shows is one that can be acted on at its prompt
+_CLI_ADVICE = re.compile(rb"(?m)^(panto-send: [^\n]*?) \((?:raise|keep more prompts:|compact the session:) "
+                         rb"[^)\n]*--[^)\n]*\)")
 
 
 def plural(n, word, many=None):
@@ -255,7 +259,7 @@ class StepScreen:
         if cmd.role == "tool":
             self.model_start = time.monotonic()
         if cmd.role == "send":
-            data = _CONTEXT_NOTE.sub(b"", data)
+            data = _CLI_ADVICE.sub(rb"\1", _CONTEXT_NOTE.sub(b"", data))
             self.live.feed(data) if data else None
         elif data:
             self.screen.out.flush()

@@ -447,8 +447,9 @@ def load_prices(env):
 
 def mark_set_aside(path, session, prompt):
     """Mark a prompt set aside: an empty assistant entry with stopReason
-    "contextFull" and usage 0 (the server refused: nothing was billed) after the leaf of its branch (the prompt, or the compaction
-    tried after it), appended to the session file; True when it is written."""
+    "contextFull" and usage 0 (the server refused: nothing was billed) after
+    the leaf of its branch (the prompt, or the compaction tried after it),
+    appended to the session file; True when it is written."""
     from pantolib import entries, stream
 
     mark = entries.make_message("assistant", [], session.leaf, set(session.by_id))

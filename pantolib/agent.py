@@ -26,9 +26,9 @@ from pantolib.screen import StepScreen, plural
 from pantolib.terminal import DIM, RED, YELLOW
 
 COMPACT_AT = 0.85       # compact before the next request above this share of the context window
-SET_ASIDE = ("[the prompt is too long for the context window of {model}, even after compacting: it stays "
-             "in the session, set aside, and the next prompt goes without it; type a shorter one, or /model "
-             "for a model with a larger context]")
+SET_ASIDE = ("[the prompt does not fit the context window of {model}: it stays in the session, set aside, "
+             "and the next prompt goes without it; type a shorter one, or /model for a model with a larger "
+             "context]")
 
 
 class Settings:
@@ -287,7 +287,9 @@ class Agent:
             if self.compact(at=at["id"] if at else None, keep=1):
                 t = self.request(None)
             if not t.cancelled and not self.irq.count and _context_full(t):
-                self.set_aside(t)       # the prompt alone does not fit: no dead end (SPEC 5.1)
+                # still refused (or nothing could be compacted): the prompt alone does not fit.
+                # Set aside, it cannot block the session (SPEC 5.1); /retry sends it again.
+                self.set_aside(t)
                 return
         self.tool_rounds(t)
 

@@ -43,8 +43,9 @@ def test_a_prompt_too_long_for_the_context_is_set_aside_and_the_next_goes_withou
     t.expect("> ")
     t.turn("hello", "Hello there.")
     t.line(HUGE)
+    t.expect("the prompt is too long for the context window of tiny")    # panto-send's words, its advice left off
     t.expect("compacting, then sending again")
-    t.expect("the prompt is too long for the context window of tiny, even after compacting")
+    t.expect("the prompt does not fit the context window of tiny: it stays in the session, set aside")
     t.expect("> ")
     t.turn("hi", "Hi again.")
     assert len(srv.requests) == 5
@@ -52,7 +53,7 @@ def test_a_prompt_too_long_for_the_context_is_set_aside_and_the_next_goes_withou
     assert "hello" in sent_texts(srv.requests[4])      # the conversation before it goes on
     assert t.quit() == 0
     # every hint the REPL showed is one that can be acted on in it: no command-line advice
-    assert "--keep" not in t.screen and "panto-send" not in t.screen
+    assert "--keep" not in t.screen and "--compact" not in t.screen
     [path] = session_files(isolated)
     entries = read_entries(path)
     by_id = {e["id"]: e for e in entries}
@@ -84,7 +85,7 @@ def test_a_session_resumed_at_a_set_aside_prompt_goes_on_without_it(isolated, sr
     t.expect("> ")
     t.turn("hello", "Hello there.")
     t.line(HUGE)
-    t.expect("even after compacting")
+    t.expect("does not fit the context window")
     t.expect("> ")
     assert t.quit() == 0
     t = Term(["--continue"], env)
@@ -100,11 +101,11 @@ def test_a_first_prompt_too_long_leaves_no_file_and_the_next_starts_fresh(isolat
     t = Term([], env)
     t.expect("> ")
     t.line(HUGE)
-    t.expect("even after compacting")
+    t.expect("does not fit the context window")
     t.expect("> ")
     t.turn("short one", "Fresh start.")
     assert t.quit() == 0
-    assert "--keep" not in t.screen and "panto-send" not in t.screen
+    assert "--keep" not in t.screen and "--compact" not in t.screen
     assert "paste" not in sent_texts(srv.requests[-1])
 
 

@@ -294,8 +294,8 @@ class Agent:
         self.tool_rounds(t)
 
     def set_aside(self, t):
-        """The prompt alone does not fit the context window, even after compacting:
-        one line says so; in a session with a file the prompt stays there on a
+        """The prompt alone does not fit the context window (compacting did not
+        help, or there was nothing to compact): one line says so; in a session with a file the prompt stays there on a
         branch of its own, marked (mark_set_aside), and the next prompt continues
         from the entry before it. A first prompt (no file yet) leaves nothing to mark."""
         state = self.state

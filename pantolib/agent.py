@@ -26,6 +26,9 @@ from pantolib.screen import StepScreen, plural
 from pantolib.terminal import DIM, RED, YELLOW
 
 COMPACT_AT = 0.85       # compact before the next request above this share of the context window
+SET_ASIDE = ("[the prompt does not fit the context window of {model}: it stays in the session, set aside, "
+             "and the next prompt goes without it; type a shorter one, or /model for a model with a larger "
+             "context]")
 
 
 class Settings:
@@ -283,7 +286,27 @@ class Agent:
             at = last_prompt_entry(t.session) if t.ok else None
             if self.compact(at=at["id"] if at else None, keep=1):
                 t = self.request(None)
+            if not t.cancelled and not self.irq.count and _context_full(t):
+                # still refused (or nothing could be compacted): the prompt alone does not fit.
+                # Set aside, it cannot block the session (SPEC 5.1); /retry sends it again.
+                self.set_aside(t)
+                return
         self.tool_rounds(t)
+
+    def set_aside(self, t):
+        """The prompt alone does not fit the context window (compacting did not
+        help, or there was nothing to compact): one line says so; in a session with a file the prompt stays there on a
+        branch of its own, marked (mark_set_aside), and the next prompt continues
+        from the entry before it. A first prompt (no file yet) leaves nothing to mark."""
+        state = self.state
+        session = t.session if t.session is not None else state.session
+        prompt = last_prompt_entry(session) if session is not None and state.path else None
+        model = (prompt or {}).get("model") or self.settings.shown(session)[1]
+        self.say(SET_ASIDE.format(model=terminal.visible_line(model)), RED)
+        if prompt is None:
+            return
+        if mark_set_aside(state.path, session, prompt):
+            state.branch = prompt["parentId"]
 
     def request(self, prompt):
         """One request to the model (prompt None: the conversation as it is); its Outcome."""
@@ -353,6 +376,8 @@ class Agent:
         True when it cannot be told here (the send decides then)."""
         from pantolib import compaction
 
+        if self.state.path is None:
+            return False    # no file yet: a first prompt, nothing before it
         if self.state.session is None or (at or self.state.branch):
             return True
         try:
@@ -420,6 +445,39 @@ def load_prices(env):
         return models_toml.load(env=env)
     except PantoError:
         return None
+
+
+def mark_set_aside(path, session, prompt):
+    """Mark a prompt set aside: an empty assistant entry with stopReason
+    "contextFull" and usage 0 (the server refused: nothing was billed) after
+    the leaf of its branch (the prompt, or the compaction tried after it),
+    appended to the session file; True when it is written."""
+    from pantolib import entries, stream
+
+    mark = entries.make_message("assistant", [], session.leaf, set(session.by_id))
+    mark["message"].update({k: prompt[k] for k in ("provider", "model", "api") if prompt.get(k)})
+    mark["message"]["stopReason"] = "contextFull"
+    mark["message"]["usage"] = {"input": 0, "output": 0}   # a refused request is not billed: priced, at 0
+    statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", "--at", session.leaf, path,
+                                                sigint=False))]).run()
+    if statuses != [cli.OK]:
+        return False
+    statuses, _ = Pipeline([Cmd(command_argv("panto-log", "append", path, sigint=False))],
+                           stdin_data=data + stream.dumps(mark)).run()
+    return statuses == [cli.OK]
+
+
+def set_aside_from(session):
+    """The entry the next prompt continues from when the session's leaf marks a
+    prompt set aside (mark_set_aside: an empty "contextFull" reply), else None."""
+    leaf = session.leaf_message() if session is not None else None
+    if leaf is None or leaf["id"] != session.leaf:
+        return None
+    m = leaf["message"]
+    if m["role"] != "assistant" or m.get("stopReason") != "contextFull" or m["content"]:
+        return None
+    prompt = last_prompt_entry(session)
+    return prompt["parentId"] if prompt is not None else None
 
 
 def last_prompt_entry(session):

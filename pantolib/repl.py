@@ -13,7 +13,7 @@ The REPL keeps no conversation of its own: the session file is the state
 import os
 
 from pantolib import terminal
-from pantolib.agent import Agent, SessionState, Settings, context_fill, load_prices
+from pantolib.agent import Agent, SessionState, Settings, context_fill, load_prices, set_aside_from
 from pantolib.errors import PantoError
 from pantolib.screen import Screen, plural
 from pantolib.slash import Commands, names
@@ -45,6 +45,7 @@ class Repl:
         t = self.agent.step(self.agent.plumbing.source(whole=True))
         if not t.ok or t.session is None:
             raise PantoError(f"cannot read the session '{self.state.path}'")
+        self.state.branch = set_aside_from(t.session)   # a prompt too long for the context stays aside
         from pantolib.prices import prompt_tokens
 
         for e in reversed(t.session.message_entries()):    # how full the context was last

@@ -24,6 +24,11 @@ _SGR = re.compile("\x1b\\[([0-9;]*)m")
 _SGR_START = re.compile("\x1b(\\[[0-9;]*)?")
 # what a plumbing command says about a Ctrl-C: the REPL says it once, its own way
 _INTERRUPT_NOTE = re.compile(rb"(?m)^panto-[a-z]+: interrupted[^\n]*(\n|$)")
+# the advice of panto-send's messages for its own command line ('(raise --timeout)', '(compact
+# the session: panto-send --compact)', '(keep more prompts: --keep)'), options and commands the
+# REPL does not take: left off, so that every hint it shows can be acted on at its prompt
+_CLI_ADVICE = re.compile(rb"(?m)^(panto-send: [^\n]*?) \((?:raise|keep more prompts:|compact the session:) "
+                         rb"[^)\n]*--[^)\n]*\)")
 
 
 def plural(n, word, many=None):
@@ -251,6 +256,7 @@ class StepScreen:
         if cmd.role == "tool":
             self.model_start = time.monotonic()
         if cmd.role == "send":
+            data = _CLI_ADVICE.sub(rb"\1", data)
             self.live.feed(data) if data else None
         elif data:
             self.screen.out.flush()

@@ -273,6 +273,7 @@ def run(args, session, provider, options, key_var, opts, keys, taken, out, state
     try:
         content, stop, usage = exchange(provider, options, session.messages(), opts, live, keys,
                                         key_var, state)
+        content, stop = unoffered_calls(options, content, stop, live)
     finally:
         if live is not None:
             live.end()
@@ -281,6 +282,23 @@ def run(args, session, provider, options, key_var, opts, keys, taken, out, state
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the reply is complete: nothing may cut its line
     write_reply(out, session, taken, provider, options, keys, content, stop, usage)
     return cli.OK
+
+
+def unoffered_calls(options, content, stop, live=None):
+    """(content, stopReason) of a reply, with the tool calls of a request that
+    offered none kept as text (providers.calls_as_text), and one note saying so."""
+    if options.tools:
+        return content, stop
+    from pantolib import providers
+
+    content, stop, n = providers.calls_as_text(content, stop)
+    if n:
+        message = providers.UNOFFERED.format(n=f"{n} tool call" + ("s" if n > 1 else ""))
+        if live is not None:
+            live.note(f"{NAME}: {message}")
+        else:
+            cli.warn(NAME, message)
+    return content, stop
 
 
 def write_reply(out, session, taken, provider, options, keys, content, stop, usage):
@@ -307,6 +325,7 @@ def aborted(acc, session, taken, provider, options, keys, out):
         else:
             content, _, usage = acc.result()
             content = [b for b in content if b.get("type") != "toolUse"]
+        content, _ = unoffered_calls(options, content, "aborted")
         if content or usage is not None:
             write_reply(out, session, taken, provider, options, keys, content, "aborted", usage)
             out.flush()

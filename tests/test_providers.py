@@ -414,11 +414,13 @@ def test_anthropic_request_mapping():
 
 
 def test_anthropic_reasoning_budget_and_default_version():
-    _, headers, body = an.build_request(HISTORY[:2], providers.Options("c", "http://h", max_tokens=1000,
-                                                                       reasoning=2048))
+    _, headers, body = an.build_request(HISTORY[:2], providers.Options("c", "http://h", reasoning=24576))
     assert headers["anthropic-version"] == an.DEFAULT_VERSION
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 24576}
+    assert body["max_tokens"] > 24576     # panto's own default makes room for the budget
+    _, _, body = an.build_request(HISTORY[:2], providers.Options("c", "http://h", max_tokens=3000, reasoning=2048))
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
-    assert body["max_tokens"] > 2048
+    assert body["max_tokens"] == 3000     # a limit the user set is never raised (SPEC 5.1)
 
 
 def test_anthropic_merges_consecutive_roles_with_results_first():

@@ -427,9 +427,12 @@ def test_negotiation_of_prompt_cache_key_and_other_refusals():
     assert M.negotiate(StatusError("x", 400, "Unknown parameter: 'prompt_cache_key'."), o)
     assert o.dropped == {"prompt_cache_key"}
     assert M.negotiate(StatusError("x", 400, "Unknown parameter: 'prompt_cache_key'."), o) is None  # once
-    assert M.negotiate(StatusError("x", 400, "Function tools with reasoning_effort are not supported"), o) is None
     assert M.negotiate(StatusError("x", 401, "reasoning"), o) is None
     assert M.negotiate(StatusError("x", 422, "'reasoning' is not allowed"), o)
+    # reasoning_effort is the name proxies give the Responses field too (LiteLLM, SPEC 5.1)
+    p = Options(MODEL, "http://127.0.0.1:9/v1", session_id="sid", reasoning="low")
+    assert M.negotiate(StatusError("x", 400, "Function tools with reasoning_effort are not supported"), p)
+    assert p.dropped == {"reasoning"}
     assert "reasoning" not in M.build_request([], o)[2] and "prompt_cache_key" not in M.build_request([], o)[2]
 
 

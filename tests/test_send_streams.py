@@ -178,7 +178,7 @@ def test_anthropic_redacted_thinking_and_tool_without_arguments(srv):
     ev = [S.an_start(), S.an_block(0, {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va"}), S.an_stop(0),
           S.an_block(1, {"type": "tool_use", "id": "toolu_9", "name": "bash", "input": {}}), S.an_stop(1)]
     srv.push(S.anthropic_stream(ev + S.an_end("tool_use")))
-    assert reply_of(an(srv, "hi"))["content"] == [
+    assert reply_of(an(srv, "--tools", "hi"))["content"] == [
         {"type": "redactedThinking", "data": "EmwKAhgBEgy3va"},
         {"type": "toolUse", "id": "toolu_9", "name": "bash", "input": "{}"}]
 

@@ -142,6 +142,34 @@ def not_run(tool_uses):
             for b in tool_uses]
 
 
+UNOFFERED = "the reply holds {n} although no tools were offered: kept as text, not run"
+
+
+def calls_as_text(content, stop):
+    """A reply to a request that offered no tools (SPEC 5.1: some servers invent
+    tool calls then, vLLM's /v1/messages among them): (content, stopReason,
+    number of calls) with each tool use turned into the text it was, a text
+    block `{"name":NAME,"arguments":ARGUMENTS}` (the arguments as they came,
+    a JSON string when they are not JSON), and "toolUse" into "stop", so that
+    nothing runs, asks or answers it. Other blocks are kept as they are."""
+    import orjson
+
+    out, n = [], 0
+    for b in content:
+        if b.get("type") != "toolUse":
+            out.append(b)
+            continue
+        n += 1
+        args = b.get("input") or "{}"
+        try:
+            orjson.loads(args)
+        except orjson.JSONDecodeError:
+            args = orjson.dumps(args).decode()
+        out.append({"type": "text", "text": '{"name":' + orjson.dumps(b.get("name") or "").decode()
+                    + ',"arguments":' + args + "}"})
+    return out, ("stop" if n and stop == "toolUse" else stop), n
+
+
 def text_of(blocks):
     return "".join(b["text"] for b in blocks if b.get("type") == "text")
 
@@ -238,10 +266,14 @@ def configure(flags, active, env):
         version = env.get("ANTHROPIC_API_VERSION") or None
         if max_tokens is None and env.get("ANTHROPIC_MAX_TOKENS"):
             max_tokens = positive_int(env["ANTHROPIC_MAX_TOKENS"], "ANTHROPIC_MAX_TOKENS")
-    reasoning = _setting(flags.get("reasoning"), "--reasoning", env,
-                         ("OPENAI_REASONING",) if provider == "openai" else (), "PANTO_REASONING")
-    if reasoning is not None:
-        reasoning = reasoning_level(reasoning[0], provider, reasoning[1])
+    setting = _setting(flags.get("reasoning"), "--reasoning", env,
+                       ("OPENAI_REASONING",) if provider == "openai" else (), "PANTO_REASONING")
+    reasoning = reasoning_level(setting[0], provider, setting[1]) if setting is not None else None
+    if isinstance(reasoning, int) and max_tokens is not None and reasoning >= max_tokens:
+        # the budget is part of the reply's tokens: panto never raises a limit the user set (SPEC 5.1)
+        limit = "--max-tokens" if flags.get("max_tokens") is not None else "ANTHROPIC_MAX_TOKENS"
+        raise UsageError(f"{setting[1]} {reasoning}: a thinking budget must be below {limit} {max_tokens} "
+                         f"(the thinking is part of the reply; raise {limit} or lower the budget)")
     cache = _setting(flags.get("cache"), "--cache", env, (), "PANTO_CACHE")
     if cache is not None and cache[0] not in CACHE_MODES:
         raise UsageError(f"{cache[1]} '{cache[0]}' is not one of {', '.join(CACHE_MODES)}")

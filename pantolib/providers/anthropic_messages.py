@@ -22,8 +22,8 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import (event_object, image_note, normalize, one_line, own_thinking, placed_images,
-                                refusal_note, refused_fields, sendable_image)
+from pantolib.providers import (MIN_BUDGET, event_object, image_note, normalize, one_line, own_thinking,
+                                placed_images, refusal_note, refused_fields, sendable_image)
 
 NAME = "anthropic"
 API = "anthropic_messages"
@@ -176,7 +176,16 @@ def build_request(messages, opts):
     body.update(_thinking(opts.reasoning, opts, msgs))
     budget = body.get("thinking", {}).get("budget_tokens")
     if budget and body["max_tokens"] <= budget:
-        body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
+        if not opts.max_tokens:         # panto's own default makes room for the budget
+            body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
+        elif isinstance(opts.reasoning, int):   # configure() has refused a budget that does not fit
+            pass
+        elif body["max_tokens"] > MIN_BUDGET:   # a limit the user set stays (SPEC 5.1): the budget fits under it
+            body["thinking"]["budget_tokens"] = body["max_tokens"] - 1
+        else:
+            del body["thinking"]
+            opts.notes.append(f"thinking left out: a thinking budget of at least {MIN_BUDGET} tokens "
+                              f"does not fit under --max-tokens {opts.max_tokens}")
     if opts.tools:
         body["tools"] = [{"name": t["name"], "description": t.get("description", ""),
                           "input_schema": t["parameters"]} for t in opts.tools]
@@ -268,6 +277,7 @@ class Accumulator:
         self.order = []        # wire indexes in the order they started
         self.stopped = set()   # wire indexes whose content_block_stop arrived
         self.usage = None      # merged counts, None until the stream reports some
+        self.counted = False   # whether a message_delta has reported the reply's output tokens
         self.stop = None
         self.done = False
         self.events = 0
@@ -296,6 +306,8 @@ class Accumulator:
             if isinstance(d, dict) and d.get("stop_reason"):
                 self.stop = d["stop_reason"]
             self._usage(obj.get("usage"))
+            u = obj.get("usage")
+            self.counted = self.counted or (isinstance(u, dict) and type(u.get("output_tokens")) is int)
         elif t == "message_stop":
             self.done = True
         elif t == "error" or ev.event == "error" or ("type" not in obj and obj.get("error")):
@@ -372,8 +384,12 @@ class Accumulator:
 
     def partial(self):
         """(content, usage or None) of a reply cut short by the user: what has
-        arrived, without tool uses whose block is not complete."""
-        return self._content(complete_only=True), self._usage_dict()
+        arrived, without tool uses whose block is not complete. Usage only once
+        a message_delta has counted the reply's output: message_start's
+        output_tokens is the count before the reply (LiteLLM and vLLM send 0
+        there, with every count 0 on LiteLLM), never the tokens that streamed
+        after it, so before any message_delta the usage is unknown (omitted)."""
+        return self._content(complete_only=True), self._usage_dict() if self.counted else None
 
     def _usage_dict(self):
         return usage_dict(**self.usage) if self.usage is not None else None

@@ -294,8 +294,11 @@ class Accumulator:
 
     def partial(self):
         """(content, usage or None) of a reply cut short by the user: text and
-        thinking so far; tool calls only once the finish_reason closed them."""
-        content = self._content(with_tools=self.finish is not None)
+        thinking so far; a tool call once it is complete, that is, once
+        something came after it (another call, text) or the finish_reason
+        closed it. Usage as the server last reported it, else unknown."""
+        last = self.blocks[-1][1] if self.blocks and self.finish is None else None
+        content = self._content(leave=last)
         return content, (map_usage(self.usage) if self.usage is not None else None)
 
     def result(self):
@@ -307,10 +310,10 @@ class Accumulator:
         usage = map_usage(self.usage) if self.usage is not None else None
         return content, stop, usage
 
-    def _content(self, with_tools=True):
+    def _content(self, leave=None):
         content = []
         for kind, v in self.blocks:
-            if kind == "toolUse" and not with_tools:
+            if kind == "toolUse" and v is leave:   # a call still streaming
                 continue
             if kind == "text":
                 content.append({"type": "text", "text": "".join(v)})

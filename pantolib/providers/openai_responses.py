@@ -11,7 +11,8 @@ function tools with `strict: false`, `max_output_tokens`,
 `reasoning: {effort, summary: "auto"}` and `prompt_cache_key`.
 
 Stream: typed events (`sequence_number` on each). Output items are kept by
-`output_index` between `response.output_item.added` and `.done` (the item
+`output_index` (or, for servers that send none, llama.cpp's, by item id, in
+the order they come) between `response.output_item.added` and `.done` (the item
 in `.done` is the complete one: a reasoning item's `encrypted_content` is
 taken from there); text, refusal, reasoning summary and function call
 argument deltas are added to their item; `response.completed` and
@@ -37,7 +38,9 @@ SUMMARY_JOIN = "\n\n"  # between the summary parts of one reasoning item, in its
 # looked for in its message. Encrypted content (include's value, or what a model
 # without reasoning says it cannot give) is asked for by `include`.
 _NAMES = {"include": ("include",), "prompt_cache_key": ("prompt_cache_key",),
-          "reasoning": ("reasoning.effort", "reasoning.summary", "reasoning")}
+          # LiteLLM's Responses route to a model that takes no reasoning names it by the
+          # chat field it maps to: "does not support parameters: ['reasoning_effort']"
+          "reasoning": ("reasoning.effort", "reasoning.summary", "reasoning_effort", "reasoning")}
 _FIELDS = tuple(_NAMES)
 _ENCRYPTED = re.compile(r"encrypted[ ._]content", re.IGNORECASE)
 
@@ -202,6 +205,14 @@ def _str(v):
     return v if isinstance(v, str) else ""
 
 
+def _reasoning_texts(content):
+    """The raw reasoning of a done item's `content` (llama.cpp puts its thinking there,
+    as `reasoning_text` parts, with an empty summary)."""
+    for p in content if isinstance(content, list) else ():
+        if isinstance(p, dict) and p.get("type") == "reasoning_text" and isinstance(p.get("text"), str):
+            yield p["text"]
+
+
 class _Item:
     """One output item while it streams: its parts as they arrive, and the
     complete item once `response.output_item.done` brings it."""
@@ -231,7 +242,7 @@ class _Item:
                 thinking = SUMMARY_JOIN.join(t for t in texts if isinstance(t, str))
             else:
                 thinking = SUMMARY_JOIN.join("".join(self.summary[i]) for i in sorted(self.summary)) \
-                    or "".join(self.reasoning)
+                    or "".join(self.reasoning) or "".join(_reasoning_texts(done.get("content")))
             blk = {"type": "thinking", "thinking": thinking}
             sig = done.get("encrypted_content")
             if isinstance(sig, str) and sig:
@@ -279,31 +290,53 @@ class Accumulator:
             handler(self, obj)
         # response.created, in_progress, *.done of parts and every event type added later need nothing
 
+    def _index(self, obj, item_id):
+        """The output index an event is about: its `output_index`, else the index
+        of the item with its id, else the next one (llama.cpp's events carry no
+        `output_index`: its items are known by id and come in output order)."""
+        i = obj.get("output_index")
+        if type(i) is int:
+            return i
+        if item_id in self.by_id:
+            return self.by_id[item_id]
+        return max(self.items, default=-1) + 1
+
     def _item(self, obj):
-        """The item an event is about: by output_index, else by item_id."""
+        """The item an event is about: by output_index, else by item_id, else
+        (neither given) the last item of the delta's kind; a delta before its
+        item starts one."""
         i = obj.get("output_index")
         item = self.items.get(i) if type(i) is int else None
         item_id = _str(obj.get("item_id"))
         if item is None and item_id in self.by_id:
             item = self.items[self.by_id[item_id]]
-        if item is None and type(i) is int:  # a delta before its item: start one
-            item = self.items[i] = _Item({"type": _DELTA_TYPES.get(_str(obj.get("type"))), "id": item_id})
+        kind = _DELTA_TYPES.get(_str(obj.get("type")))
+        if item is None and type(i) is not int and not item_id:
+            item = next((self.items[k] for k in sorted(self.items, reverse=True)
+                         if self.items[k].type == kind), None)
+        if item is None:
+            i = self._index(obj, item_id)
+            item = self.items[i] = _Item({"type": kind, "id": item_id})
+            if item_id:
+                self.by_id[item_id] = i
         return item
 
     def _added(self, obj):
-        i, item = obj.get("output_index"), obj.get("item")
-        if type(i) is not int or not isinstance(item, dict):
+        item = obj.get("item")
+        if not isinstance(item, dict):
             return
+        i = self._index(obj, _str(item.get("id")))
         self.items[i] = _Item(item)
         if self.items[i].id:
             self.by_id[self.items[i].id] = i
 
     def _item_done(self, obj):
-        i, item = obj.get("output_index"), obj.get("item")
-        if type(i) is not int or not isinstance(item, dict):
+        item = obj.get("item")
+        if not isinstance(item, dict):
             return
+        i = self._index(obj, _str(item.get("id")))
         if i not in self.items:
-            self._added(obj)
+            self._added(dict(obj, output_index=i))
         it = self.items[i]
         it.done = item
         if not it.type:
@@ -366,8 +399,10 @@ class Accumulator:
         output = self.response.get("output")
         for i, item in enumerate(output if isinstance(output, list) else ()):
             # items a server did not stream (or did not finish) are taken from the final output
-            if isinstance(item, dict) and (i not in self.items or self.items[i].done is None):
-                self._item_done({"output_index": i, "item": item})
+            if isinstance(item, dict):
+                i = self.by_id.get(_str(item.get("id")), i)   # (the stream's index of that item)
+                if i not in self.items or self.items[i].done is None:
+                    self._item_done({"output_index": i, "item": item})
         self.done = True
 
     def _failed(self, obj):

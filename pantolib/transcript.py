@@ -71,6 +71,21 @@ def header(h):
     return out
 
 
+def changed(c):
+    """A file a tool changed (the result's `change`, undo.py), with the digests to undo it."""
+    def short(sha):
+        return sha[:12] if isinstance(sha, str) else "absent"
+
+    return f"*changed `{c.get('path')}`: {short(c.get('before'))} → {short(c.get('after'))}*\n"
+
+
+def image(block):
+    """`[image: image/png, 123 KB]`: an image block (its base64 text is not shown)."""
+    data = block.get("data")
+    size = len(data) * 3 // 4 if isinstance(data, str) else 0
+    return f"[image: {block.get('mediaType')}, {max(1, round(size / 1024))} KB]\n"
+
+
 def _blocks(content):
     out = []
     for block in content:
@@ -88,6 +103,10 @@ def _blocks(content):
             shown, note = cut(block["content"])
             what = "tool error" if block.get("isError") else "tool result"
             out.append(f"*{what} ({block['toolUseId']}):*\n" + fence(shown) + (note + "\n" if note else ""))
+            if isinstance(block.get("change"), dict):
+                out.append(changed(block["change"]))
+        elif t == "image":
+            out.append(image(block))
         else:
             out.append(f"*(a content block of type {t})*\n")
     return "\n".join(out)

@@ -11,7 +11,6 @@ records the change (panto-session(5)):
 `before` null: the file did not exist. A file larger than MAX is not kept
 (its digest is recorded, and /rewind says it cannot be put back).
 """
-import hashlib
 import os
 
 MAX = 64 << 20      # bytes: a larger before-content is not kept
@@ -24,6 +23,8 @@ def store_dir(env=None):
 
 
 def digest(data):
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -54,6 +55,7 @@ def kept(sha, env=None):
 
 def file_digest(path):
     """The digest of the regular file at path, None when there is none (or it cannot be read)."""
+    import hashlib
     import stat
 
     h = hashlib.sha256()

@@ -3,9 +3,7 @@
 The file is replaced atomically like write's (common.replace_file), and
 the result names the lines the new text occupies afterwards.
 """
-from pantolib import undo
 from pantolib.tools.common import ToolError, read_regular, replace_file, resolve
-from pantolib.tools.write import keep_before
 
 MAX_FILE = 64 << 20     # bytes: larger files are not edited in memory
 
@@ -61,6 +59,9 @@ def run(args, cwd, timeout=None):
         raise ToolError(f"'old_text' occurs {count} times in '{name}' (at lines {', '.join(at)}); "
                         "include more surrounding text so that it matches exactly once")
     result = text[:first] + new + text[first + len(old):]
+    from pantolib import undo
+    from pantolib.tools.write import keep_before
+
     data = result.encode("utf-8", "surrogateescape")
     real, before = keep_before(path, name)
     replace_file(path, data, name)

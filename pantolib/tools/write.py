@@ -7,7 +7,6 @@ keeps pointing where it did (the file it points to gets the content).
 """
 import os
 
-from pantolib import undo
 from pantolib.tools.common import ToolError, replace_file, resolve
 
 SCHEMA = {
@@ -42,12 +41,15 @@ def run(args, cwd, timeout=None):
     existed = replace_file(path, data, shown)
     what = "replaced" if existed else "created"
     extra = f" (and its directory '{os.path.dirname(shown)}')" if made and os.path.dirname(shown) else ""
+    from pantolib import undo
+
     return f"{what} '{shown}'{extra}: {len(data)} bytes", False, undo.change(real, before, data)
 
 
 def keep_before(path, shown):
     """The file's content kept for undo (undo.before): ToolError, and the
     file left alone, when it cannot be kept."""
+    from pantolib import undo
     from pantolib.errors import PantoError
 
     try:

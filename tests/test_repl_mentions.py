@@ -73,3 +73,17 @@ def test_send_attach_is_plumbing_too(isolated, srv):
     p = send(srv, "--quiet", "--attach=nope.txt", "hi")
     assert p.returncode == 1 and p.stderr == b"panto-send: 'nope.txt' does not exist: not attached, nothing sent\n"
     assert p.stdout == b""
+
+
+def test_resuming_shows_the_prompt_and_names_its_attachments(isolated, srv, env):
+    (isolated / "notes.txt").write_text("line one\nline two\n")
+    srv.push(openai_text("Seen."))
+    t = Term([], env)
+    t.expect("> ")
+    t.turn("read @notes.txt", "Seen.")
+    assert t.quit() == 0
+    t = Term(["--continue"], env)
+    shown = t.expect("> read @notes.txt")
+    assert "File notes.txt:" in shown and "line two" not in shown     # named, not printed whole
+    t.expect("> ")
+    assert t.quit() == 0

@@ -86,12 +86,15 @@ def crc(fd, end, start=0, value=0):
     (the CRC of the bytes before start); None when the file is shorter."""
     import zlib
 
+    if start >= end:
+        return value
+    view = memoryview(bytearray(min(end - start, 1 << 22)))   # one buffer, read into: no chunk allocated per read
     while start < end:
-        chunk = os.pread(fd, min(end - start, 1 << 23), start)
-        if not chunk:
+        n = os.preadv(fd, [view[:min(end - start, len(view))]], start)
+        if not n:
             return None
-        value = zlib.crc32(chunk, value)
-        start += len(chunk)
+        value = zlib.crc32(view[:n], value)
+        start += n
     return value
 
 

@@ -318,3 +318,24 @@ def test_an_edited_install_at_the_same_version_invalidates_every_cache(isolated,
     after = _cached(a, env, back=True)
     assert after == _uncached(a, tmp_path, env)
     assert [x == y for x, y in zip(before, after)] == [False, True, False, False, True]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to see what is opened")
+@pytest.mark.parametrize("args", [["panto-ls", "--no-cache"], ["panto-ls", "--all", "--grep=question", "--no-c"],
+                                  ["panto-cost", "--all", "--no-cache"], ["panto-cost", "--no-cache", "--by", "day"]])
+def test_no_cache_neither_reads_nor_writes_any_cache_or_memo(isolated, tmp_path, args):
+    """--no-cache (or its abbreviation) opens nothing in the cache folder, the
+    memo of its command line included, even where every cache is there."""
+    a, _, _ = _sessions(isolated)
+    _cached(a)
+    _cached(a)
+    cache = os.path.join(os.environ["XDG_CACHE_HOME"], "panto")
+    before = {f: open(f, "rb").read() for f in _cache_files()}
+    trace = tmp_path / "trace"
+    if args[0] == "panto-cost" and "--all" not in args:
+        args = args + [a]
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat,openat2,stat,newfstatat,rename,renameat2",
+                        "-o", str(trace), shutil.which(args[0]), *args[1:]], capture_output=True, timeout=30)
+    assert p.returncode == 0 and p.stdout, p.stderr
+    assert cache not in trace.read_text()
+    assert {f: open(f, "rb").read() for f in _cache_files()} == before

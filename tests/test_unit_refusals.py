@@ -143,3 +143,23 @@ def test_a_write_that_cannot_replace_the_file_leaves_no_temporary(env):
     d = os.path.dirname(refusals.path(env))
     assert os.listdir(d) == ["refused.json"] and os.path.isdir(refusals.path(env))
     assert refusals.recall("openai_chat", URL, "m", env=env, now=NOW) == set()
+
+
+@pytest.mark.parametrize("harm", ["0666", "other code", "one digit"])
+def test_a_well_formed_file_that_is_not_private_ours_or_whole_is_not_trusted(env, harm):
+    refusals.remember("openai_chat", URL, "m", ["f"], env=env, now=NOW)
+    f = refusals.path(env)
+    if harm == "0666":
+        os.chmod(f, 0o666)
+    elif harm == "other code":
+        data = open(f, "rb").read()
+        with open(f, "wb") as out:
+            out.write(data.replace(persist.code().encode(), b"0123456789abcdef", 1))
+    else:
+        data = open(f, "rb").read()
+        with open(f, "wb") as out:
+            out.write(data.replace(b'"f":%d' % NOW, b'"f":%d' % (NOW + 1)))
+    assert refusals.recall("openai_chat", URL, "m", env=env, now=NOW) == set()
+    refusals.remember("openai_chat", URL, "m", ["g"], env=env, now=NOW)      # and it is replaced by a good one
+    assert refusals.recall("openai_chat", URL, "m", env=env, now=NOW) == {"g"}
+    assert stat.S_IMODE(os.stat(f).st_mode) == 0o600

@@ -299,6 +299,8 @@ def recall(name, k, stats=(), env=None):
     if (type(out) is not bytes or type(status) is not int or type(notes) is not list
             or any(type(n) is not str for n in notes)):
         return None
+    if not stats:
+        return out, notes, status
     if type(stamp) is not int:
         return None
     old = stamp - COARSE        # a time older than this is racy by no rule: the common case, in one compare

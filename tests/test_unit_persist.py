@@ -310,3 +310,32 @@ def test_a_store_keeps_a_record_per_file(isolated, tmp_path):
     finally:
         os.close(fd)
     assert not os.path.exists(persist.path("offsets"))
+
+
+def test_a_memo_whose_body_is_not_one_is_forgotten(isolated):
+    import marshal
+
+    k = persist.key("k")
+    for body in (b"\xff not marshal", marshal.dumps([1, 2], 0), marshal.dumps((k, 0, "not bytes", [], 0), 0),
+                 marshal.dumps((k, 0, b"out", ["n", 3], 0), 0), marshal.dumps((k, 0, b"out", [], "0"), 0)):
+        assert persist.write(persist.path("m"), "m", body)
+        assert persist.recall("m", k) is None, body
+    assert persist.remember("m", k, "no stamp", b"out", [], 0)
+    assert persist.recall("m", k) == (b"out", [], 0)
+    assert persist.recall("m", k, [os.stat(persist.path("m"))]) is None     # no stamp: every file is racy
+
+
+def test_a_store_never_records_past_the_end_of_a_file(isolated, tmp_path):
+    f = tmp_path / "log"
+    f.write_bytes(b"x\n")
+    store = persist.Store("s")
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        store.put(str(f), fd, 10, None)          # beyond the file: nothing to check it by
+        assert store.records == {} and not store.changed
+        store.put(str(f), fd, 2, "s")
+        assert store.get(str(f), fd) == (2, "s")
+        store.put(str(f), fd, 0, "t")            # back to the start: the CRC starts again
+        assert store.get(str(f), fd) == (0, "t")
+    finally:
+        os.close(fd)

@@ -26,22 +26,23 @@ OK, FAIL, USAGE, CONTEXT_FULL, INTERRUPTED = (Exit.OK, Exit.FAIL, Exit.USAGE, Ex
 def parse(doc, argv=None, version=True, memo=None):
     """Parse argv against a docopt usage text; bad usage raises UsageError.
 
-    With `memo` (a cache file's name), a good parse is remembered there and
-    recalled the next time the same text and arguments come, with the same
-    installed packages (cache.key: panto's and Python's versions; the times of
-    sys.path's folders, which an install or removal in them moves): docopt
-    answers the same for the same input, and a run that recalls it neither
-    imports docopt nor parses (about 15 ms of a report's start). A parse with
-    --no-cache is not remembered, as the command leaves the caches alone."""
+    With `memo` (a memo's name, persist.py), a good parse is remembered there
+    and recalled the next time the same text and arguments come, with the
+    same installed packages (persist.key, with the times of sys.path's
+    folders, which an install or removal in them moves; every memo also
+    carries the fingerprint of panto's code): docopt answers the same for the
+    same input, and a run that recalls it neither imports docopt nor parses
+    (about 15 ms of a report's start). Arguments that ask for --no-cache (or
+    an abbreviation of it) neither read nor write the memo."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if memo is None:
+    if memo is None or _no_cache(args):
         return _docopt(doc, args, version)
     import marshal
 
-    from pantolib import cache
+    from pantolib import persist
 
-    key = cache.key(doc, args, _installed())
-    got = cache.recall(memo, key)    # (the parse's marshal bytes, no notes, status 0)
+    key = persist.key(doc, args, _installed())
+    got = persist.recall(memo, key)    # (the parse's marshal bytes, no notes, status 0)
     if got is not None:
         try:
             parsed = marshal.loads(got[0])
@@ -50,9 +51,18 @@ def parse(doc, argv=None, version=True, memo=None):
         if type(parsed) is dict:
             return parsed
     parsed = _docopt(doc, args, version)
-    if not parsed.get("--no-cache"):
-        cache.remember(memo, key, marshal.dumps(dict(parsed), 0), [], 0)
+    persist.remember(memo, key, 0, marshal.dumps(dict(parsed), 0), [], 0)
     return parsed
+
+
+def _no_cache(args):
+    """Do these arguments ask for --no-cache (docopt takes a long option's unique prefix)?"""
+    for a in args:
+        if a == "--":
+            return False
+        if a.startswith("--n") and "--no-cache".startswith(a):
+            return True
+    return False
 
 
 def _installed():

@@ -4,25 +4,28 @@
 replay --context` needs, besides, each entry's parent, its place in the file
 and whether it is a system message, a stamped user entry or a compaction.
 Reading a long session from the top for that on every turn would make a turn
-cost the size of the file, so both keep it in a cache:
-$XDG_CACHE_HOME/panto/index/<hash of the file's absolute path>.json.
+cost the size of the file, so both keep it in a cache (persist.py):
+$XDG_CACHE_HOME/panto/index/<hash of the file's absolute path>.
 
 A cache entry covers the file up to a byte offset (where its valid lines
-ended). It is used only while the file is the same one (device and inode),
-not shorter than that offset, with the same header bytes and the same
-checksum of the last bytes before the offset, and (when no byte was added
-since) the same mtime. A file that grew is read on from the offset (append
-only ever adds); one cut, replaced or rewritten is read again from the top.
-The cache holds ids, offsets and the header, no message text; it is private
-(0600 in a 0700 folder), and one that cannot be read or makes no sense is
-ignored and rebuilt: a cache only ever costs or saves time, never a line.
+ended), with the CRC-32 of every byte before it, the file's identity when it
+was looked at and the time it was. It is used while that identity still
+holds and is not racy (persist.fresh), else only while the file is the same
+one (device and inode), not shorter than the offset and with the same CRC
+of the whole covered range (persist.covers): a file that grew is read on
+from the offset (append only ever adds); one cut, replaced or rewritten
+anywhere before it is read again from the top. The header's bytes and the
+leaf's line are checked against the file before the entry is used, and
+append reads the line of an id it is about to skip (session.py): a forged
+or stale entry costs a reread, never a line. The cache holds ids, offsets
+and the header, no message text; it is private (0600 in a 0700 folder).
 """
 import os
 
-from pantolib import paths
+from pantolib import persist
 
-VERSION = 1
-TAIL = 4096     # bytes before the covered offset whose checksum is kept
+NAME = "index"
+LIMIT = 32 << 20    # a larger index is not read (nor written): the file is read from the top
 
 # A node of the tree, per entry id: [parentId, start, end, kind, firstKeptId]
 PARENT, START, END, KIND, KEPT = range(5)
@@ -48,65 +51,82 @@ def node(obj, start, end):
 
 
 def cache_path(path, env=None):
-    import _blake2
-
-    digest = _blake2.blake2b(os.fsencode(os.path.abspath(path)), digest_size=16).hexdigest()
-    return os.path.join(paths.cache_dir(env), "index", digest + ".json")
-
-
-def _tail_sum(fd, end):
     import zlib
 
-    n = min(TAIL, end)
-    return zlib.crc32(os.pread(fd, n, end - n)) if n else 0
+    raw = os.fsencode(os.path.abspath(path))    # the file names its path: a collision only costs a miss
+    return persist.path(os.path.join("index", "%08x%08x" % (zlib.crc32(raw), zlib.adler32(raw))), env)
+
+
+def line_of(fd, n, eid, end):
+    """Is node n the line of entry `eid` in the file open as fd (within its first
+    `end` bytes): a whole line, after a line feed, whose entry has that id?"""
+    import orjson
+
+    if (type(n) is not list or len(n) != 5 or type(n[START]) is not int or type(n[END]) is not int
+            or not 0 < n[START] < n[END] <= end):
+        return False
+    data = os.pread(fd, n[END] - n[START] + 1, n[START] - 1)
+    if len(data) != n[END] - n[START] + 1 or data[:1] != b"\n" or data[-1:] != b"\n":
+        return False
+    try:
+        obj = orjson.loads(data[1:])
+    except orjson.JSONDecodeError:
+        return False
+    return type(obj) is dict and obj.get("id") == eid
 
 
 def load(path, fd, st, env=None):
     """What the cache knows of the file open as fd (st: its fstat), as a dict
     (header, header_raw, ids, leaf, end, end_line: a session.FileState's fields up
-    to the offset the cache covers), or None when no cache entry may be used."""
+    to the offset the cache covers; sum: (that offset, the CRC-32 before it);
+    checked: whether its content had to be compared), or None when no cache
+    entry may be used."""
     import orjson
 
+    c = persist.load(cache_path(path, env), NAME, LIMIT)
     try:
-        with open(cache_path(path, env), "rb") as f:
-            c = orjson.loads(f.read())
-        if (type(c) is not dict or c.get("v") != VERSION or c.get("path") != os.path.abspath(path)
-                or c.get("dev") != st.st_dev or c.get("ino") != st.st_ino):
+        if type(c) is not dict or c.get("path") != os.path.abspath(path):
             return None
-        end, header_raw = c["end"], c["header"].encode("utf-8")
-        if type(end) is not int or not len(header_raw) <= end <= st.st_size:
+        end, header_raw, nodes, leaf, value = c["end"], c["header"].encode("utf-8"), c["nodes"], c["leaf"], c["crc"]
+        if (type(end) is not int or type(nodes) is not dict or type(c["lines"]) is not int
+                or not len(header_raw) <= end <= st.st_size):
             return None
-        if end == st.st_size and c.get("mtime") != st.st_mtime_ns:
-            return None     # rewritten in place, or touched: read it again
-        if os.pread(fd, len(header_raw), 0) != header_raw or _tail_sum(fd, end) != c["tail"]:
+        checked = not persist.fresh(c["ident"], c["stamp"], st)
+        if checked and not persist.covers(fd, st, c["ident"], end, value):
             return None
-        nodes, leaf = c["nodes"], c["leaf"]
-        if type(nodes) is not dict or (leaf is not None and leaf not in nodes):
+        if os.pread(fd, len(header_raw), 0) != header_raw:
+            return None
+        if leaf is not None and not line_of(fd, nodes.get(leaf), leaf, end):
             return None
         return {"header": orjson.loads(header_raw), "header_raw": header_raw, "ids": nodes, "leaf": leaf,
-                "end": end, "end_line": c["lines"]}
+                "end": end, "end_line": c["lines"], "sum": (end, value), "checked": checked}
     except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeError):
         return None
 
 
 def save(path, fd, r, env=None):
     """Keep what r (a session.FileState with nodes, covering the file open as fd up
-    to r.end) found, for the next run. Never fails: a cache only saves time."""
+    to r.end) found, for the next run. r.seen: (the time, the identity) the file
+    was last looked at; r.sum: (an offset, the CRC-32 before it) known true of it
+    (then only the bytes after it are read for the CRC). Never fails: a cache
+    only saves time."""
     import orjson
 
-    target = cache_path(path, env)
+    start, value = r.sum if r.sum is not None and r.sum[0] <= r.end else (0, 0)
     try:
+        value = persist.crc(fd, r.end, start, value)
         st = os.fstat(fd)
+        stamp, seen = r.seen if r.seen is not None else (None, None)
+        if persist.ident(st) != seen:
+            stamp = None    # changed since it was looked at: compared by content next time
         data = orjson.dumps({
-            "v": VERSION, "path": os.path.abspath(path), "dev": st.st_dev, "ino": st.st_ino,
-            "end": r.end, "lines": r.end_line, "mtime": st.st_mtime_ns if st.st_size == r.end else None,
-            "tail": _tail_sum(fd, r.end), "header": r.header_raw.decode("utf-8"),
+            "path": os.path.abspath(path), "ident": persist.ident(st), "stamp": stamp, "end": r.end,
+            "lines": r.end_line, "crc": value, "header": r.header_raw.decode("utf-8"),
             "leaf": r.leaf, "nodes": {k: v for k, v in r.ids.items() if v is not None}})
     except (OSError, ValueError, TypeError, orjson.JSONEncodeError):
         return
-    from pantolib import cache
-
-    cache.write_private(target, data)
+    if value is not None and len(data) <= LIMIT:
+        persist.write(cache_path(path, env), NAME, data)
 
 
 # -- what the next request needs -------------------------------------------------------

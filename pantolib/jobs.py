@@ -16,8 +16,9 @@ writes the caches. An item a worker did not answer (it crashed, was killed,
 or its result could not be sent) is simply missing: the caller reads that
 file itself, as it would have without workers.
 
-PANTO_JOBS=N: N workers (at most one per item), whatever the amount of work
-or the CPUs; 1: never. Unset, empty or anything else: decided as above.
+PANTO_JOBS=N: N workers (at most one per item, and at most MAX_PER_CPU per
+CPU: more only share the same cores, each one a forked process), whatever the
+amount of work; 1: never. Unset, empty or anything else: decided as above.
 """
 import marshal
 import os
@@ -26,6 +27,7 @@ from pantolib.files import write_all
 
 MIN_FILES = 32
 MIN_BYTES = 32 << 20
+MAX_PER_CPU = 4
 
 
 def workers(count, size, env=None):
@@ -33,14 +35,18 @@ def workers(count, size, env=None):
     env = os.environ if env is None else env
     value = env.get("PANTO_JOBS", "")
     if value.isascii() and value.isdigit() and int(value) >= 1:   # digits only: no sign, no space
-        return min(int(value), count)
+        return min(int(value), count, MAX_PER_CPU * _cpus())
     if count < MIN_FILES or size < MIN_BYTES:
         return 1
+    return min(_cpus(), count)
+
+
+def _cpus():
+    """The CPUs this process may run on."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return min(cpus, count)
+        return os.cpu_count() or 1
 
 
 def run(items, fn, sizes):

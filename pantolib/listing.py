@@ -2,27 +2,21 @@
 
 A summary (header, message count, first prompt, last name, last activity)
 comes from the byte scanner (scan.py). Summaries are cached in
-$XDG_CACHE_HOME/panto/ls-cache.json keyed by the file's identity, size and
-times, so an unchanged file is never read twice and a changed one always is.
-The cache holds first prompts and names: it is private (0600 in a 0700
-folder), and a cache that cannot be read or makes no sense is rebuilt.
+$XDG_CACHE_HOME/panto/ls-cache.json (persist.py: checksummed, private, keyed by
+the code's fingerprint), each with the file's identity (device, inode,
+size, mtime, ctime) and the time it was taken: an unchanged file is never
+read twice, and a changed one always is, including one rewritten within
+the same timestamp tick (persist.racy: then it is read again).
 """
 import os
 
-import orjson
+from pantolib import paths, persist, scan
 
-from pantolib import paths, scan
-
-CACHE_VERSION = 4
 CACHE_NAME = "ls-cache.json"
 _FIELDS = {"id": str, "cwd": str, "messages": int, "agent": str}
 _OPTIONAL = {"created": str, "firstPrompt": str, "name": str, "last": str, "parentSession": str}
 
 NotASession = scan.NotASession
-
-
-def _key(st):
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _valid(info):
@@ -47,38 +41,32 @@ def summarize(path, needle=None):
 
 
 class Lister:
-    """Summaries of session files through the cache (`use=False`: the cache is neither read nor written)."""
+    """Summaries of session files through the cache, stamped `stamp` (persist.now,
+    taken before the files were stat'ed; by default now); `use=False`: the
+    cache is neither read nor written."""
 
-    def __init__(self, env=None, warn=None, use=True):
-        self.env, self.use = env, use
+    def __init__(self, stamp=None, env=None, warn=None, use=True):
+        self.env, self.use, self.stamp = env, use, persist.now() if stamp is None else stamp
         self.warn = warn or (lambda msg: None)
-        self.cache_path = os.path.join(paths.cache_dir(env), CACHE_NAME)
-        self.cache = self._load_cache() if use else {}
+        self.cache_path = persist.path(CACHE_NAME, env)
+        self.cache = self._load_cache() if self.use else {}
         self.changed = False
 
     def _load_cache(self):
-        try:
-            with open(self.cache_path, "rb") as f:
-                data = orjson.loads(f.read())
-            if type(data) is dict and data.get("version") == CACHE_VERSION and type(data.get("files")) is dict:
-                return data["files"]
-        except (OSError, orjson.JSONDecodeError):
-            pass
-        return {}
+        files = persist.load(self.cache_path, CACHE_NAME)
+        return files if type(files) is dict else {}
 
-    def _cached(self, path, key):
+    def _cached(self, path, st):
         hit = self.cache.get(path)
-        if type(hit) is list and len(hit) == 2 and hit[0] == key and _valid(hit[1]):
-            return hit[1]
+        if type(hit) is list and len(hit) == 3 and persist.fresh(hit[0], hit[1], st) and _valid(hit[2]):
+            return hit[2]
         return None
 
     def save(self):
-        """Write the cache back if it changed (cache.write_private: 0600 in a 0700 folder)."""
+        """Write the cache back if it changed (persist.save)."""
         if not (self.changed and self.use):
             return
-        from pantolib import cache
-
-        cache.write_private(self.cache_path, orjson.dumps({"version": CACHE_VERSION, "files": self.cache}))
+        persist.save(self.cache_path, CACHE_NAME, self.cache)
 
     def _read_ahead(self, directories, needle):
         """{path: jobs.run's answer} for the files the cache does not hold, summarized
@@ -86,7 +74,7 @@ class Lister:
         todo, sizes, taken = [], [], set()
         for _, files in directories:
             for path, st in files:
-                if path not in taken and self._cached(path, _key(st)) is None:
+                if path not in taken and self._cached(path, st) is None:
                     taken.add(path)
                     todo.append(path)
                     sizes.append(st.st_size)
@@ -109,8 +97,7 @@ class Lister:
         for directory, files in directories:
             for path, st in files:
                 seen.add(path)
-                key = _key(st)
-                info = self._cached(path, key)
+                info = self._cached(path, st)
                 match, searched = None, info is None
                 if info is None:
                     try:
@@ -127,8 +114,9 @@ class Lister:
                     except OSError as e:
                         self.warn(f"'{path}': {e.strerror or e}, skipped")
                         continue
-                    self.cache[path] = [key, info]
-                    self.changed = True
+                    if self.use:
+                        self.cache[path] = [persist.ident(st), self.stamp, info]
+                        self.changed = True
                 if not paths.is_session_id(info["id"]):
                     self.warn(f"'{path}': the session id in its header is not a UUID, skipped")
                     continue

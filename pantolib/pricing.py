@@ -17,7 +17,7 @@ FIELDS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h",
 #          hour, as every time zone's midnight falls on one, and is cached per
 #          quarter hour), "=" and the timestamp for any other string, None for
 #          none. The local day is the time zone's: a cache of sums is kept per
-#          time zone (`cache.zone`).
+#          time zone (`persist.zone`).
 #   ABOVE  whether the request's prompt exceeded the model's above_tokens
 #          (a cache of sums is keyed by `Prices.tiers()`, which decides it).
 #   MASK   which of the five priced categories had tokens (bits in RATE

@@ -14,7 +14,7 @@ import os
 
 import orjson
 
-from pantolib import entries, files, index, paths, stream
+from pantolib import entries, files, index, paths, persist, stream
 from pantolib.errors import PantoError, SessionError
 
 
@@ -22,7 +22,7 @@ class FileState:
     """What reading a session file found."""
 
     __slots__ = ("header", "header_raw", "ids", "leaf", "end", "end_line", "size", "cut_line", "bad", "after",
-                 "cut", "fresh")
+                 "cut", "fresh", "seen", "sum")
 
     def __init__(self):
         self.header = None
@@ -37,6 +37,8 @@ class FileState:
         self.after = 0        # valid lines after the first bad line
         self.cut = 0          # bytes a repair cut
         self.fresh = True     # read from the file (not all from the index cache)
+        self.seen = None      # (the time, the identity) the file was looked at (persist.now, persist.ident)
+        self.sum = None       # (an offset, the CRC-32 of the bytes before it) known true of the file
 
 
 def _intact(n):
@@ -242,36 +244,40 @@ def recover(path, fd, result=None, start=0, lineno=0, fix=True, ids=True):
     return r
 
 
-def read_indexed(path, fd, fix=True, env=None, ids=True):
+def read_indexed(path, fd, fix=True, env=None, cached=True, ids=True):
     """The file open as fd, scanned and (fix) its torn tail cut, from the
     index cache's offset when a cache entry may be used, else from the top:
     a FileState with nodes. The caller holds fd's exclusive flock when fix.
-    r.fresh tells whether anything was read (then the cache wants saving).
+    r.fresh tells whether the cache wants saving (something was read, or
+    its entry had to be checked by content). cached=False: not from the cache.
     ids=False: the lines read are not taken into r.ids (a reader that only
     prints the file keeps constant memory beyond what the cache holds)."""
+    stamp = persist.now()       # before the fstat: git's racy rule (persist.racy)
     st = os.fstat(fd)
-    known = index.load(path, fd, st, env)
+    known = index.load(path, fd, st, env) if cached else None
     if known is None:
         r = recover(path, fd, fix=fix, ids=ids)
     else:
         r = FileState()
         r.header, r.header_raw, r.ids, r.leaf = known["header"], known["header_raw"], known["ids"], known["leaf"]
         r.end = r.size = known["end"]
-        r.end_line = known["end_line"]
+        r.end_line, r.sum = known["end_line"], known["sum"]
         if r.end == st.st_size:
-            r.fresh = False
+            r.fresh = known["checked"]      # then saved again, stamped now: not checked next time
+            r.seen = (stamp, persist.ident(st))
             return r
         r = recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix, ids=ids)
     r.fresh = True
+    r.seen = (stamp, persist.ident(st)) if r.size == st.st_size and not r.cut else None
     return r
 
 
-def read_locked(path, fd, fix=True, env=None):
+def read_locked(path, fd, fix=True, env=None, cached=True):
     """read_indexed under fd's flock: exclusive when fix (a torn tail is cut;
     an appender may be mid-write), else shared."""
     fcntl.flock(fd, fcntl.LOCK_EX if fix else fcntl.LOCK_SH)
     try:
-        return read_indexed(path, fd, fix=fix, env=env)
+        return read_indexed(path, fd, fix=fix, env=env, cached=cached)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -311,7 +317,7 @@ class _File:
     appends holds its flock and has checked once that the path still names
     it (device and inode); each line is one write and one fdatasync."""
 
-    def __init__(self, path, fd, header, header_raw, ids, leaf, size, lines, dirty, env):
+    def __init__(self, path, fd, header, header_raw, ids, leaf, size, lines, dirty, env, seen=None, known=None):
         st = os.fstat(fd)
         self.path, self.fd, self.ident, self.env = path, fd, (st.st_dev, st.st_ino), env
         self.header, self.header_raw, self.ids, self.leaf = header, header_raw, ids, leaf
@@ -319,6 +325,9 @@ class _File:
         self.lines = lines        # lines in the first `size` bytes
         self.dirty = dirty        # the index cache wants saving
         self.held = False         # the flock is held and the path checked, for this batch
+        self.wrote = False        # a line was written (or taken in) in this batch
+        self.seen = seen          # (time, identity) the file was last looked at (FileState.seen)
+        self.known = known        # (offset, CRC-32 before it) known true of the file (FileState.sum)
 
     @classmethod
     def open(cls, path, env, warn):
@@ -332,12 +341,13 @@ class _File:
             raise
         if r.cut:
             warn(f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
-        return cls(path, fd, r.header, r.header_raw, r.ids, r.leaf, r.end, r.end_line, r.fresh, env)
+        return cls(path, fd, r.header, r.header_raw, r.ids, r.leaf, r.end, r.end_line, r.fresh, env, r.seen, r.sum)
 
     @classmethod
     def created(cls, path, header, header_raw, ids, written, env):
         """The file just made of the lines `written` (bytes, entry or None),
         opened; their entries' nodes go into ids."""
+        stamp = persist.now()
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
         offset = lines = 0
         leaf = None
@@ -347,7 +357,8 @@ class _File:
                 leaf = obj["id"]
             offset += len(raw)
             lines += 1
-        return cls(path, fd, header, header_raw, ids, leaf, offset, lines, True, env)
+        return cls(path, fd, header, header_raw, ids, leaf, offset, lines, True, env,
+                   (stamp, persist.ident(os.fstat(fd))))
 
     def hold(self):
         """Before the first write (or check) of a batch: take the lock, make
@@ -369,6 +380,9 @@ class _File:
 
     def release(self):
         if self.held:
+            if self.wrote:      # what the file is after this batch's lines (for the index cache)
+                stamp = persist.now()
+                self.seen, self.wrote = (stamp, persist.ident(os.fstat(self.fd))), False
             self.held = False
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
@@ -390,7 +404,23 @@ class _File:
         r.header, r.header_raw, r.ids, r.leaf = self.header, self.header_raw, self.ids, self.leaf
         recover(self.path, self.fd, r, start=self.size, lineno=self.lines)
         self.size, self.lines, self.leaf = r.end, r.end_line, r.leaf
-        self.dirty = True
+        self.dirty = self.wrote = True
+
+    def holds(self, entry_id):
+        """Is the line the index gives for this entry (which `ids` has) there in the
+        file, whole and with its id? Read before an entry is skipped as present."""
+        n = self.ids[entry_id]
+        return n is None or index.line_of(self.fd, n, entry_id, self.size)
+
+    def reread(self):
+        """Under the lock: what is known of the file proved untrue (an index cache
+        that lied): read it all again from the top, into the same ids."""
+        r = recover(self.path, self.fd)
+        self.ids.clear()
+        self.ids.update(r.ids)
+        self.header, self.header_raw, self.leaf = r.header, r.header_raw, r.leaf
+        self.size, self.lines, self.known = r.end, r.end_line, None
+        self.dirty = self.wrote = True
 
     def append(self, data, obj):
         """Write one entry's line durably (held: the lock is taken)."""
@@ -403,7 +433,7 @@ class _File:
         self.size += len(data)
         self.lines += 1
         self.leaf = obj["id"]
-        self.dirty = True
+        self.dirty = self.wrote = True
 
     def _cut_back(self, start, e):
         """A write or its fdatasync failed (a full disk): cut off what part of
@@ -435,6 +465,7 @@ class _File:
         if keep_index and self.dirty:
             r = FileState()
             r.header_raw, r.ids, r.leaf, r.end, r.end_line = self.header_raw, self.ids, self.leaf, self.size, self.lines
+            r.seen, r.sum = self.seen, self.known
             index.save(self.path, self.fd, r, self.env)
         os.close(self.fd)
 
@@ -543,6 +574,8 @@ class Writer:
         """Write one line durably into the file at the path (unless it has the id)."""
         self._hold()
         entry_id = obj["id"]
+        if entry_id in self.file.ids and not self.file.holds(entry_id):   # the index cache lied
+            self.file.reread()
         if entry_id not in self.file.ids:
             self.file.append(data, obj)
         elif self.file.differs(entry_id, data):       # another appender wrote it meanwhile

@@ -1,36 +1,35 @@
 """The token sums of session files, read once and then only where they grew.
 
 panto's session files are append-only, so a report need not read again what
-it read before: for each file, cost-cache.json (cache.py) keeps the token
-sums of its priced entries (pricing.Tokens: counts by provider, model, time
-and price tier, never dollars, so a changed models.toml prices them
-afresh), the offset of the end of the last whole line they cover, and what
-says that the file is still the one that was read:
+it read before: for each file, cost-cache.json (persist.py) keeps the
+token sums of its priced entries (pricing.Tokens: counts by provider, model,
+time and price tier, never dollars, so a changed models.toml prices them
+afresh), the offset of the end of the last whole line they cover, the
+CRC-32 of every byte before that offset, and what says that the file is
+still the one that was read:
 
-- its identity and state (device, inode, size, mtime, ctime): all alike,
-  and nothing is read at all;
-- else the same device and inode, a different size, and the same bytes at
-  both ends of what was covered (a hash of its first and last 4 KB, and
-  the covered part no longer than the file): it grew, and only the new bytes
-  are read, from the covered offset on;
-- anything else (replaced, cut, rewritten in place even with the same size
-  and mtime: ctime tells) is read again from its first byte.
+- its identity (device, inode, size, mtime, ctime) alike, and not racy
+  (persist.fresh: not changed within the timestamp tick of the entry's
+  stamp): nothing is read at all;
+- else the same device and inode, not shorter, and the same CRC-32 of the
+  whole covered range (persist.covers): only the bytes after it are read;
+- anything else (replaced, cut, rewritten anywhere before the offset, even
+  with the same size and mtime) is read again from its first byte.
 
 A cache never changes a figure. It is dropped whole when the price table's
 long-context thresholds or the time zone change (they decide which sum a
-turn falls in).
+turn falls in), and with the code that computed it (persist.code).
 """
 import os
 
-from pantolib import cache, pricing
+from pantolib import persist, pricing
 from pantolib.errors import SessionError
 
-VERSION = 3
 NAME = "cost-cache.json"
-EDGE = 4096
-# an entry: [ident, covered, edges, started, header id, created, last, bad, torn, rows, refused, lineage]
+# an entry: [ident, covered, crc, started, header id, created, last, bad, torn, rows, refused, stamp,
+#            lineage]
 # (lineage: the header's [agent, parentSession, relation], stream.lineage; None before it is read)
-_LEN = 12
+_LEN = 13
 _UNKNOWN = False   # `last` not looked for yet
 
 
@@ -61,17 +60,19 @@ class File:
 
 
 class Files:
-    """Session files read through the cache (`use=False`: read whole, cache untouched)."""
+    """Session files read through the cache, its entries stamped `stamp`
+    (persist.now, taken before the files were stat'ed; by default now);
+    `use=False`: read whole, cache untouched."""
 
-    def __init__(self, prices, use=True, env=None):
-        self.prices, self.use = prices, use
-        self.file = cache.path(NAME, env)
-        self.tiers, self.zone = prices.tiers(), cache.zone()
+    def __init__(self, prices, stamp=None, use=True, env=None):
+        self.prices, self.use, self.stamp = prices, use, persist.now() if stamp is None else stamp
+        self.file = persist.path(NAME, env)
+        self.tiers, self.zone = prices.tiers(), persist.zone()
         self._quarters = {}   # for pricing.when_key
         self.entries, self.changed, self.seen = {}, False, set()
         self._ready = {}    # key: what a worker process found (read_ahead)
-        if use:
-            data = cache.load(self.file, VERSION)
+        if self.use:
+            data = persist.load(self.file, NAME)
             if (type(data) is dict and data.get("tiers") == self.tiers and data.get("zone") == self.zone
                     and type(data.get("files")) is dict):
                 self.entries = data["files"]
@@ -82,7 +83,14 @@ class Files:
         gone = [p for p in self.entries if p not in self.seen and not os.path.exists(p)]
         for p in gone:
             del self.entries[p]
-        cache.save(self.file, VERSION, {"tiers": self.tiers, "zone": self.zone, "files": self.entries})
+        persist.save(self.file, NAME, {"tiers": self.tiers, "zone": self.zone, "files": self.entries})
+
+    def _entry(self, key):
+        """The cache's entry for the file, if it has the shape of one, else None."""
+        old = self.entries.get(key) if self.use else None
+        if type(old) is not list or len(old) != _LEN or type(old[0]) is not list or not _lineage_ok(old[12]):
+            return None
+        return old
 
     def read_ahead(self, todo, span=None):
         """Read the files of `todo` ((name, os.stat) pairs, in the order read() will
@@ -112,12 +120,10 @@ class Files:
 
     def _uncovered(self, key, st, span):
         """The bytes read() would read of the file (an estimate), or None when the cache answers."""
-        old = self.entries.get(key) if self.use else None
-        ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-        if type(old) is list and len(old) == _LEN and old[0] == ident and (span is None or old[6] is not _UNKNOWN):
+        old = self._entry(key)
+        if old is not None and persist.fresh(old[0], old[11], st) and (span is None or old[6] is not _UNKNOWN):
             return None
-        if (type(old) is list and len(old) == _LEN and old[0][:2] == ident[:2] and type(old[1]) is int
-                and 0 < old[1] <= st.st_size):
+        if old is not None and old[0][:2] == [st.st_dev, st.st_ino] and type(old[1]) is int and 0 < old[1] <= st.st_size:
             return st.st_size - old[1]
         return st.st_size
 
@@ -137,7 +143,6 @@ class Files:
         `span` (since, until: local days) shows that none of its entries can lie
         in it: created after `until`, or last active before `since` (entries are
         written in time order). The file is opened only when the cache cannot say."""
-        ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
         key = _key(name)
         self.seen.add(key)
         ready = self._ready.pop(key, None)
@@ -149,46 +154,43 @@ class Files:
             if error is not None:
                 raise error
             return None if fields is None else File(*fields)
-        old = self.entries.get(key) if self.use else None
-        if old is not None and (type(old) is not list or len(old) != _LEN or not _lineage_ok(old[11])):
-            old = None
-        if old is not None and old[0] == ident and (span is None or old[6] is not _UNKNOWN):
+        old = self._entry(key)
+        if old is not None and persist.fresh(old[0], old[11], st) and (span is None or old[6] is not _UNKNOWN):
             if old[10] is not None:
                 raise SessionError(old[10][0], name, old[10][1])
             if span is not None and _outside(span, old[5], old[6]):
                 return None
             if old[9] is not None:
-                return File(old[4], old[9], old[7], old[8], old[5], old[6], old[11])
+                return File(old[4], old[9], old[7], old[8], old[5], old[6], old[12])
         with open(name, "rb", buffering=0) as f:
-            return self._read(f, name, key, ident, old, span)
+            return self._read(f, name, key, old, span)
 
-    def _read(self, f, name, key, ident, old, span):
+    def _read(self, f, name, key, old, span):
         st = os.fstat(f.fileno())
-        if [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns] != ident:
-            ident, old = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns], None  # changed meanwhile
+        ident = persist.ident(st)
+        same = old is not None and persist.fresh(old[0], old[11], st)   # what it says of the file holds
         if span is not None:
-            if old is not None and old[0] == ident and old[6] is not _UNKNOWN:
+            if same and old[6] is not _UNKNOWN:
                 created, last = old[5], old[6]
             else:
                 created, last = _created(f), _last(f)
             if _outside(span, created, last):
-                if old is not None and old[0] == ident:
+                if same:
                     old[6] = last
                     self.changed = True
                 else:
-                    self._store(key, [ident, 0, "", False, None, created, last, [], None, None, None, None])
+                    self._store(key, [ident, 0, 0, False, None, created, last, [], None, None, None, self.stamp, None])
                 return None
-        if old is not None and old[0] == ident and old[9] is not None:
+        if same and old[9] is not None:
             if span is not None:
                 old[6] = last
                 self.changed = True
-            return File(old[4], old[9], old[7], old[8], old[5], old[6], old[11])
-        start, sums = 0, {}
-        if (old is not None and old[0][:2] == ident[:2] and old[0][2] != ident[2] and old[3] is True
-                and old[9] is not None and type(old[1]) is int and 0 < old[1] <= ident[2]
-                and old[2] == _edges(f, old[1])):
+            return File(old[4], old[9], old[7], old[8], old[5], old[6], old[12])
+        start, sums, value = 0, {}, 0
+        if (old is not None and old[3] is True and old[9] is not None and type(old[1]) is int and old[1] > 0
+                and persist.covers(f.fileno(), st, old[0], old[1], old[2])):
             try:
-                sums, start = pricing.Tokens.read(old[9]), old[1]
+                sums, start, value = pricing.Tokens.read(old[9]), old[1], old[2]
             except ValueError:
                 pass
         from pantolib.scan import PricedEntries  # what a cached report never needs
@@ -201,11 +203,12 @@ class Files:
             for entry in scan:
                 add(entry)
         except SessionError as e:
-            self._store(key, [ident, 0, "", False, None, None, _UNKNOWN, [], None, None, [e.message, e.line], None])
+            self._store(key, [ident, 0, 0, False, None, None, _UNKNOWN, [], None, None, [e.message, e.line],
+                              self.stamp, None])
             raise
         if start:
             header_id, created, bad = old[4], old[5], old[7] + [list(b) for b in scan.bad]
-            lineage = old[11]
+            lineage = old[12]
         else:
             from pantolib import stream
 
@@ -217,8 +220,10 @@ class Files:
         last = _last(f) if span is not None else _UNKNOWN
         rows = tokens.rows()
         if self.use and not tokens.today_dependent:
-            self._store(key, [ident, scan.covered, _edges(f, scan.covered), scan.started, header_id,
-                              created, last, bad, scan.torn, rows, None, lineage])
+            value = persist.crc(f.fileno(), scan.covered, start, value)     # of every byte covered
+            if value is not None:
+                self._store(key, [ident, scan.covered, value, scan.started, header_id,
+                                  created, last, bad, scan.torn, rows, None, self.stamp, lineage])
         return File(header_id, rows, bad, scan.torn, created, last, lineage)
 
     def _store(self, key, entry):
@@ -232,16 +237,6 @@ def _lineage_ok(v):
     with a string agent and each other a string or None."""
     return v is None or (type(v) is list and len(v) == 3 and type(v[0]) is str
                          and all(x is None or type(x) is str for x in v[1:]))
-
-
-def _edges(f, covered):
-    """A hash of the first and the last EDGE bytes before `covered`."""
-    import hashlib
-
-    fd = f.fileno()
-    h = hashlib.blake2b(os.pread(fd, min(EDGE, covered), 0), digest_size=16)
-    h.update(os.pread(fd, min(EDGE, covered), max(0, covered - EDGE)))
-    return f"{covered}:{h.hexdigest()}"
 
 
 def _created(f):

@@ -77,6 +77,34 @@ def session_file(cwd, sid=SID, turns=1, data=None):
     return p
 
 
+def compaction(eid, parent, first_kept, summary="what came before"):
+    return orjson.dumps({"type": "compaction", "id": eid, "parentId": parent,
+                         "timestamp": "2026-04-25T17:40:16.000Z", "summary": summary,
+                         "firstKeptId": first_kept, "provider": "openai", "model": "gpt-4o"}) + b"\n"
+
+
+def compacted_session(cwd, turns=6, branch=True):
+    """system, `turns` user/assistant pairs (an abandoned branch after the
+    second), a compaction keeping the last two prompts, then one more turn
+    whose prompt has no stamp: (bytes, the ids a request needs, the leaf)."""
+    out = [header(cwd), msg("5555aaaa", None, "system", "be brief")]
+    parent, ids = "5555aaaa", []
+    for i in range(turns):
+        u, a = f"{i:04x}aaaa", f"{i:04x}bbbb"
+        out += [msg(u, parent, "user", f"question {i}"),
+                msg(a, u, "assistant", f"answer {i}", stopReason="stop", provider="openai", model="gpt-4o",
+                    usage={"input": 10, "output": 5})]
+        ids.append((u, a))
+        parent = a
+        if branch and i == 1:
+            out.append(msg("7777aaaa", ids[0][1], "user", "an abandoned branch"))
+    first = ids[-2][0]
+    out += [compaction("cccc0000", parent, first), msg("9999aaaa", "cccc0000", "user", "after it", stamp=False),
+            msg("9999bbbb", "9999aaaa", "assistant", "ok", stopReason="stop", provider="openai", model="gpt-4o")]
+    kept = ["5555aaaa", ids[-2][0], ids[-2][1], ids[-1][0], ids[-1][1], "cccc0000", "9999aaaa", "9999bbbb"]
+    return b"".join(out), kept, "9999bbbb"
+
+
 # -- dicts --------------------------------------------------------------------------
 
 def user(text, eid="u0000001", parent=None, provider="openai", model="gpt-4o"):
@@ -91,3 +119,17 @@ def assistant(content, eid="a0000001", parent="u0000001", provider="openai", mod
                         "stopReason": stop}}
 
 BASE = jsonl(HEADER, user("earlier"))
+
+
+def settled(*files):
+    """Wait until no file is racy any more (pantolib.persist.racy: changed within a
+    timestamp tick of now), so that a cache entry stamped after this call may be
+    believed on identity alone. Waits for that moment, not for a guess of time
+    (about 20 ms after a write)."""
+    import time
+
+    from pantolib import persist
+
+    while any(persist.racy(persist.ident(os.stat(f)), persist.now()) for f in files):
+        time.sleep(0.002)
+    return files[0] if len(files) == 1 else files

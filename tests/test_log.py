@@ -11,7 +11,8 @@ import time
 import orjson
 import pytest
 
-from builders import OTHER, SID, bare, header, msg, read, session_bytes, session_file, split_lines
+from builders import (OTHER, SID, bare, compacted_session, compaction, header, msg, read, session_bytes,
+                      session_file, split_lines)
 from conftest import assert_clean_error, log, run
 from pantolib import entries, paths
 
@@ -854,34 +855,6 @@ def test_usage_errors_exit_2(argv):
 
 
 # -- replay --context: the path the next request needs, a partial stream -----------------
-
-def compaction(eid, parent, first_kept, summary="what came before"):
-    return orjson.dumps({"type": "compaction", "id": eid, "parentId": parent,
-                         "timestamp": "2026-04-25T17:40:16.000Z", "summary": summary,
-                         "firstKeptId": first_kept, "provider": "openai", "model": "gpt-4o"}) + b"\n"
-
-
-def compacted_session(cwd, turns=6, branch=True):
-    """system, `turns` user/assistant pairs (an abandoned branch after the
-    second), a compaction keeping the last two prompts, then one more turn
-    whose prompt has no stamp: (bytes, the ids a request needs, the leaf)."""
-    out = [header(cwd), msg("5555aaaa", None, "system", "be brief")]
-    parent, ids = "5555aaaa", []
-    for i in range(turns):
-        u, a = f"{i:04x}aaaa", f"{i:04x}bbbb"
-        out += [msg(u, parent, "user", f"question {i}"),
-                msg(a, u, "assistant", f"answer {i}", stopReason="stop", provider="openai", model="gpt-4o",
-                    usage={"input": 10, "output": 5})]
-        ids.append((u, a))
-        parent = a
-        if branch and i == 1:
-            out.append(msg("7777aaaa", ids[0][1], "user", "an abandoned branch"))
-    first = ids[-2][0]
-    out += [compaction("cccc0000", parent, first), msg("9999aaaa", "cccc0000", "user", "after it", stamp=False),
-            msg("9999bbbb", "9999aaaa", "assistant", "ok", stopReason="stop", provider="openai", model="gpt-4o")]
-    kept = ["5555aaaa", ids[-2][0], ids[-2][1], ids[-1][0], ids[-1][1], "cccc0000", "9999aaaa", "9999bbbb"]
-    return b"".join(out), kept, "9999bbbb"
-
 
 def test_replay_context_prints_what_the_request_needs_marked_partial(isolated):
     data, kept, _ = compacted_session(isolated)

@@ -554,17 +554,21 @@ def test_cache_is_private_whatever_the_umask(isolated):
 
 
 def test_a_cache_that_makes_no_sense_is_rebuilt(isolated):
+    from pantolib import persist
+
     p = make(isolated, C, turns=2)
     ls()
     path = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "ls-cache.json")
-    good = orjson.loads(open(path, "rb").read())
-    key = good["files"][p][0]
-    for bad in (b"[]", b'{"version":3,"files":[]}', b'{"version":3,"files":{"%s":[1,2,3]}}' % p.encode(),
-                orjson.dumps({"version": 3, "files": {p: [key, {"id": 5}]}}),
-                orjson.dumps({"version": 3, "files": {p: [key, {"id": C, "cwd": str(isolated), "messages": "4"}]}}),
-                orjson.dumps({"version": 3, "files": {p: [key, None]}}), b"\xff\xfe", b""):
-        with open(path, "wb") as f:
-            f.write(bad)
+    good = persist.load(path, "ls-cache.json")
+    key, stamp = good[p][0], good[p][1]
+    for bad in (b"[]", b"\xff\xfe", b"", [], {p: [1, 2, 3]}, {p: [key, stamp, {"id": 5}]},
+                {p: [key, stamp, {"id": C, "cwd": str(isolated), "messages": "4"}]}, {p: [key, stamp, None]},
+                {p: [key, {"id": C, "cwd": str(isolated), "messages": 4}]}):
+        if isinstance(bad, bytes):
+            with open(path, "wb") as f:
+                f.write(bad)
+        else:
+            assert persist.save(path, "ls-cache.json", bad)
         memo = os.path.join(os.path.dirname(path), "ls-report.memo")
         if os.path.exists(memo):
             os.unlink(memo)          # else the remembered listing is shown, and the cache not read

@@ -167,7 +167,10 @@ def test_a_two_field_refusal_costs_one_retry_and_the_next_turn_none(srv, isolate
     assert stat.S_IMODE(os.stat(os.path.dirname(f)).st_mode) == 0o700
     data = open(f, "rb").read()
     assert secret.encode() not in data and b"proxy-user" not in data and KEY.encode() not in data
-    (entry,) = orjson.loads(data)["servers"]
+    from pantolib import persist
+    from pantolib.providers import refusals
+
+    (entry,) = persist.load(f, refusals.KIND)["servers"]
     assert entry["api"] == "openai_chat" and entry["model"] == MODEL
     assert entry["baseUrl"] == f"http://127.0.0.1:{srv.port}/v1"
     assert set(entry["refused"]) == {"reasoning_effort", "prompt_cache_key"}
@@ -243,7 +246,9 @@ def test_concurrent_writers_leave_a_whole_file(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", code, f"m{n}-"], env=env) for n in range(6)]
     assert [p.wait(timeout=120) for p in procs] == [0] * 6
     f = refusals.path(env)
-    doc = orjson.loads(open(f, "rb").read())
+    from pantolib import persist
+
+    doc = persist.load(f, refusals.KIND)
     # the writers take turns (a lock on the directory): no refusal is lost but to the cap
     assert doc["version"] == 1 and len(doc["servers"]) == refusals.MAX_SERVERS
     assert os.listdir(os.path.dirname(f)) == ["refused.json"]   # no temporary file left

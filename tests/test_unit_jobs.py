@@ -17,6 +17,12 @@ def test_workers(value, count, size, want):
     assert jobs.workers(count, size, {"PANTO_JOBS": value}) == want
 
 
+def test_panto_jobs_is_capped_by_the_cpus():
+    """PANTO_JOBS=10000 over 20000 files does not fork one worker per file."""
+    cpus = len(os.sched_getaffinity(0))
+    assert jobs.workers(20000, 1 << 40, {"PANTO_JOBS": "10000"}) == jobs.MAX_PER_CPU * cpus < 10000
+
+
 def test_workers_for_enough_work_follow_the_cpus():
     cpus = len(os.sched_getaffinity(0))
     assert jobs.workers(jobs.MIN_FILES, jobs.MIN_BYTES, {}) == min(cpus, jobs.MIN_FILES)

@@ -8,6 +8,7 @@ import stat
 import orjson
 import pytest
 
+from pantolib import persist
 from pantolib.providers import refusals
 
 NOW = 1_800_000_000
@@ -20,13 +21,17 @@ def env(tmp_path):
 
 
 def doc(env):
-    return orjson.loads(open(refusals.path(env), "rb").read())
+    return persist.load(refusals.path(env), refusals.KIND)
 
 
 def write(env, data):
+    """Bytes as they are, else a document in the cache format (persist.save)."""
     os.makedirs(os.path.dirname(refusals.path(env)), exist_ok=True)
+    if not isinstance(data, bytes):
+        assert persist.save(refusals.path(env), refusals.KIND, data)
+        return
     with open(refusals.path(env), "wb") as f:
-        f.write(data if isinstance(data, bytes) else orjson.dumps(data))
+        f.write(data)
 
 
 def test_remember_then_recall_for_a_day(env):
@@ -105,9 +110,12 @@ def test_a_file_too_large_a_symlink_or_a_fifo_is_not_read(env, tmp_path):
     write(env, b" " * (refusals.MAX_BYTES + 1))
     assert refusals.recall("openai_chat", URL, "m", env=env, now=NOW) == set()
     good = tmp_path / "good.json"
-    good.write_bytes(orjson.dumps({"version": 1, "servers": [
-        {"api": "openai_chat", "baseUrl": URL, "model": "m", "refused": {"f": NOW}}]}))
-    os.unlink(refusals.path(env))
+    assert persist.save(str(good), refusals.KIND, {"version": 1, "servers": [
+        {"api": "openai_chat", "baseUrl": URL, "model": "m", "refused": {"f": NOW}}]})
+    os.rename(refusals.path(env), str(tmp_path / "big"))
+    os.rename(str(good), refusals.path(env))
+    assert refusals.recall("openai_chat", URL, "m", env=env, now=NOW) == {"f"}     # read where it is
+    os.rename(refusals.path(env), str(good))
     os.symlink(good, refusals.path(env))
     assert refusals.recall("openai_chat", URL, "m", env=env, now=NOW) == set()
     os.unlink(refusals.path(env))
@@ -135,3 +143,23 @@ def test_a_write_that_cannot_replace_the_file_leaves_no_temporary(env):
     d = os.path.dirname(refusals.path(env))
     assert os.listdir(d) == ["refused.json"] and os.path.isdir(refusals.path(env))
     assert refusals.recall("openai_chat", URL, "m", env=env, now=NOW) == set()
+
+
+@pytest.mark.parametrize("harm", ["0666", "other code", "one digit"])
+def test_a_well_formed_file_that_is_not_private_ours_or_whole_is_not_trusted(env, harm):
+    refusals.remember("openai_chat", URL, "m", ["f"], env=env, now=NOW)
+    f = refusals.path(env)
+    if harm == "0666":
+        os.chmod(f, 0o666)
+    elif harm == "other code":
+        data = open(f, "rb").read()
+        with open(f, "wb") as out:
+            out.write(data.replace(persist.code().encode(), b"0123456789abcdef", 1))
+    else:
+        data = open(f, "rb").read()
+        with open(f, "wb") as out:
+            out.write(data.replace(b'"f":%d' % NOW, b'"f":%d' % (NOW + 1)))
+    assert refusals.recall("openai_chat", URL, "m", env=env, now=NOW) == set()
+    refusals.remember("openai_chat", URL, "m", ["g"], env=env, now=NOW)      # and it is replaced by a good one
+    assert refusals.recall("openai_chat", URL, "m", env=env, now=NOW) == {"g"}
+    assert stat.S_IMODE(os.stat(f).st_mode) == 0o600

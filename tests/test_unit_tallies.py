@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from builders import header, msg
-from pantolib import cache, models_toml, tallies
+from builders import header, msg, settled
+from pantolib import models_toml, persist, tallies
 from pantolib.errors import SessionError
 
 PRICES = models_toml.parse("[openai.gpt-4o]\ninput = 2.5\noutput = 10\n")
@@ -20,8 +20,9 @@ def _turn(i, ts="2026-04-25T17:40:16.000Z", usage=None):
 
 
 def _session(path, turns=1):
+    """A session file, settled: a cache entry made of it from now on is believed on identity."""
     path.write_bytes(header(path.parent) + b"".join(_turn(i) for i in range(turns)))
-    return str(path)
+    return settled(str(path))
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def test_a_file_read_once_is_answered_from_the_cache(tmp_path):
     assert got.created == "2026-04-25T17:40:15.990Z" and got.bad == [] and got.torn is None
     assert first.changed
     first.save()
-    assert os.path.exists(cache.path(tallies.NAME))
+    assert os.path.exists(persist.path(tallies.NAME))
     again = tallies.Files(PRICES)
     assert list(again.entries) == [name]
     hit = again.read(name, os.stat(name))

@@ -61,6 +61,12 @@ def main(argv=None):
         if os.isatty(0):
             raise UsageError("no input: pipe a stream in, or name FILEs, or use --all")
         files = ["-"]
+    use = not args["--no-cache"]
+    stamp = None
+    if use:
+        from pantolib import persist
+
+        stamp = persist.now()    # before the files are stat'ed: git's racy rule (persist.racy)
     inputs = []    # (name, os.stat) of each file, in order; ("-", None) for stdin
     if args["--all"]:
         from pantolib import paths
@@ -78,21 +84,18 @@ def main(argv=None):
 
     global _said, _lineages
     _said, _lineages = [], {}
-    use = not args["--no-cache"]
     key = _report_key(args, inputs) if use else None
     if key is not None:
-        from pantolib import cache
-
-        memo = cache.recall(REPORT, key)
+        memo = persist.recall(REPORT, key[0], key[1])
         if memo is not None:
             _write(memo[0], args["--json"])
             for note in memo[1]:
                 _warn(note)
             return memo[2]
-    out, status = _report(args, inputs, by, span, use)
+    out, status = _report(args, inputs, by, span, stamp)
     _write(out, args["--json"])
     if key is not None:
-        cache.remember(REPORT, key, out, _said, status)
+        persist.remember(REPORT, key[0], stamp, out, _said, status)
     return status
 
 
@@ -110,24 +113,27 @@ _lineages = {}   # --by session: group -> (agent, parentSession, relation) of th
 
 
 def _report_key(args, inputs):
-    """What a report depends on (cache.key): the options, every file's
-    identity and state, the price table's, and today's date; None for stdin."""
+    """What a report depends on (persist.key): the options, every file's
+    identity and state, the price table's, and today's date; and the stats of
+    those files (persist.recall's racy rule); None for stdin."""
     if any(st is None for _, st in inputs):
         return None
-    from pantolib import cache, models_toml
+    from pantolib import models_toml, persist
     from pantolib.prices import today
 
     path = args["--prices"] or models_toml.default_path()
     try:
-        table = cache.idents([(path, os.stat(path))])
+        listed = [(path, os.stat(path))]
     except OSError:
-        table = None
-    return cache.key({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(path), table,
-                     today(), os.getcwd(), cache.idents(inputs))
+        listed = []
+    return persist.key({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(path),
+                       persist.idents(listed) or None, today(), os.getcwd(), persist.idents(inputs)), \
+        [st for _, st in listed + inputs]
 
 
-def _report(args, inputs, by, span, use):
-    """(the report's bytes, the exit status), reading the files (through the cache)."""
+def _report(args, inputs, by, span, stamp):
+    """(the report's bytes, the exit status), reading the files (through the
+    cache, stamped `stamp`; None: --no-cache)."""
     from pantolib import models_toml, pricing, tallies
     from pantolib.errors import SessionError
 
@@ -136,7 +142,7 @@ def _report(args, inputs, by, span, use):
         _warn(note)
     tally = pricing.Tally(prices, by=by, since=span[0], until=span[1])
     files = [(name, st) for name, st in inputs if st is not None]
-    reader = tallies.Files(prices, use=use and bool(files))   # a stream alone: no cache to read or write
+    reader = tallies.Files(prices, stamp, use=stamp is not None and bool(files))   # a stream alone: no cache
     span = None if span == (None, None) else span
     seen = set()  # (device, inode) of every file counted: each is counted once
     ahead = set()

@@ -201,11 +201,16 @@ def replay_context(arg, no_repair, at, skip_bad):
             cli.warn(NAME, f"{path}:{r.cut_line}: cut a torn tail ({r.cut} bytes)")
         elif no_repair and r.cut_line is not None:
             cli.warn(NAME, f"{path}:{r.cut_line}: torn tail; a repair would cut it")
+        target = r.leaf if at is None else conversation.find_entry(r.ids, at, f"'{path}'")
+        on_path, keep = index.context(r.ids, target) if target is not None else ([], [])
+        whole = at is None and len(keep) == len(r.ids)     # sent as the file's bytes: no offset used
+        if r.sum is not None and not whole and not all(index.line_of(fd, r.ids[i], i, r.end) for i in keep):
+            r = session.read_locked(path, fd, fix=not no_repair, cached=False)   # its index cache lied: reread
+            target = r.leaf if at is None else conversation.find_entry(r.ids, at, f"'{path}'")
+            on_path, keep = index.context(r.ids, target) if target is not None else ([], [])
         if r.fresh:
             index.save(path, fd, r)
         nodes = r.ids
-        target = r.leaf if at is None else conversation.find_entry(nodes, at, f"'{path}'")
-        on_path, keep = index.context(nodes, target) if target is not None else ([], [])
         if at is None and len(keep) == len(nodes):      # the whole session
             _copy(path, r.end)
             return cli.OK

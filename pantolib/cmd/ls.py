@@ -42,14 +42,16 @@ def main(argv=None):
         dirs, cwd = paths.all_dirs(), None
     else:
         dirs, cwd = [paths.session_dir()], os.getcwd()
-    listed = [(d, paths.list_dir(d)) for d in dirs]
     use = not args["--no-cache"]
-    key = None
+    stamp = key = None
     if use:
-        from pantolib import cache
+        from pantolib import persist
 
-        key = cache.key(args, os.getcwd(), [(d, cache.idents(files)) for d, files in listed])
-        memo = cache.recall(MEMO, key)
+        stamp = persist.now()    # before the files are stat'ed: git's racy rule (persist.racy)
+    listed = [(d, paths.list_dir(d)) for d in dirs]
+    if use:
+        key = persist.key(args, os.getcwd(), [(d, persist.idents(files)) for d, files in listed])
+        memo = persist.recall(MEMO, key, [st for _, files in listed for _, st in files])
         if memo is not None:
             for note in memo[1]:
                 cli.warn(NAME, note)
@@ -61,13 +63,13 @@ def main(argv=None):
         said.append(message)
         cli.warn(NAME, message)
 
-    lister = listing.Lister(warn=warn, use=use)
+    lister = listing.Lister(stamp, warn=warn, use=use)
     found = lister.sessions(listed, cwd, needle)
     lister.save()
     out = _rows(args, found, grep)
     _write(out, args["--json"])
     if key is not None:
-        cache.remember(MEMO, key, out, said, cli.OK)
+        persist.remember(MEMO, key, stamp, out, said, cli.OK)
     return cli.OK
 
 

@@ -3,8 +3,10 @@
 A server that refuses an optional field (negotiate() drops it and the retry
 is answered) refuses it next time too: the next turn, in the next process,
 leaves it out from the start, with no extra round trip and no note. The
-memory is one small JSON file in the state directory,
-$XDG_STATE_HOME/panto/refused.json (0600 in a 0700 directory):
+memory is one small cache in the state directory,
+$XDG_STATE_HOME/panto/refused.json (persist.py's format: a first line with
+its checksum and the code's fingerprint, then this JSON; 0600 in a 0700
+directory):
 
     {"version": 1, "servers": [{"api": "openai_chat",
       "baseUrl": "http://127.0.0.1:8080/v1", "model": "tiny",
@@ -15,18 +17,19 @@ fragment, where credentials go) and model; each field with the Unix time it
 was refused, forgotten REMEMBER seconds later, so that a server upgraded
 since is asked again. Removing the file forgets everything. A file that
 cannot be read, or is not one of these, counts as empty (never an error);
-writes go to a temporary file renamed over it, so that a reader never sees
-half of one and concurrent writers never tear it (the last rename wins).
+writes replace it whole (persist.write), under a lock on the directory, so
+that two panto-sends lose nothing and a reader never sees half of one.
 """
 import os
 
-from pantolib import files, paths, secrets
+from pantolib import files, paths, persist, secrets
 
 NAME = "refused.json"
 VERSION = 1
 REMEMBER = 24 * 3600        # seconds a refusal is remembered
 MAX_SERVERS = 200           # entries kept, the most recent first
 MAX_BYTES = 1 << 20         # a larger file is not ours
+KIND = "refused"            # persist.py's name of this cache
 
 
 def path(env=None):
@@ -101,27 +104,7 @@ class _locked:
 
 def _read(file):
     """The valid entries of the file; [] when it is missing, unreadable or not ours."""
-    import stat
-
-    import orjson
-
-    try:
-        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return []
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_size > MAX_BYTES:
-            return []
-        data = os.read(fd, MAX_BYTES + 1)
-    except OSError:
-        return []
-    finally:
-        os.close(fd)
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return []
+    doc = persist.load(file, KIND, MAX_BYTES)
     servers = doc.get("servers") if isinstance(doc, dict) and doc.get("version") == VERSION else None
     out = []
     for e in servers if isinstance(servers, list) else ():
@@ -135,26 +118,4 @@ def _read(file):
 
 
 def _write(file, doc):
-    import tempfile
-
-    import orjson
-
-    directory = os.path.dirname(file)
-    try:
-        files.make_dirs(directory)
-        fd, tmp = tempfile.mkstemp(prefix="." + NAME + ".", suffix=".tmp", dir=directory)
-    except OSError:
-        return
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            files.write_all(fd, orjson.dumps(doc) + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, file)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    persist.save(file, KIND, doc)

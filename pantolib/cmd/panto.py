@@ -115,7 +115,9 @@ def main(argv=None):
     if session is not None:
         r.show_last_exchange(session)
     r.loop(first)
-    return cli.OK
+    from pantolib import signals
+
+    return signals.status() if signals.ending() else cli.OK    # SIGTERM, SIGHUP: the turn kept, then out
 
 
 def resume_path(session_id):

@@ -113,7 +113,7 @@ def remove_stale(directory, now=None):
     with it:
         for d in it:
             name = d.name
-            if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+            if not (name.startswith(TMP_PREFIX) and name.endswith(TMP_SUFFIX)):    # only panto's own
                 continue
             try:
                 if not d.is_file(follow_symlinks=False) or now - d.stat(follow_symlinks=False).st_mtime < TMP_MAX_AGE:

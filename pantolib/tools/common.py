@@ -18,13 +18,6 @@ class ToolError(Exception):
     """A call that failed in a way the model can act on: becomes an isError result."""
 
 
-def secrets(env=None):
-    """The secret values of the key variables in the environment, longest first."""
-    from pantolib.secrets import env_keys
-
-    return env_keys(env)
-
-
 def without_keys(env=None):
     """The environment for a command: no key variables, and not the path of
     PANTO_ALLOW_FILE (a command is not told where rules are kept)."""

@@ -198,3 +198,32 @@ def test_panto_tool_stops_a_running_call_and_writes_its_result(isolated, sig):
     assert not os.path.exists(os.path.join(work, "second"))
     gone = subprocess.run(["pgrep", "-f", "sleep 30; echo end"], capture_output=True)
     assert gone.returncode == 1, gone.stdout
+
+
+@pytest.mark.parametrize("first", [False, True], ids=["resumed", "new"])
+def test_a_closed_terminal_ends_the_repl_keeping_the_turn(isolated, srv, first):
+    """The terminal closes while a reply streams (the master side of the pty
+    goes away, then SIGHUP reaches the REPL's process group, as a shell sends
+    it to its jobs): the prompt and the reply so far are in the session file,
+    and panto exits 129."""
+    from conftest import repl_env
+    from repl_term import Term, make_session, read_entries, session_files
+
+    env = repl_env(srv, isolated)
+    if not first:
+        make_session(srv, env, "an older question", "old answer")
+    srv.push(sse_server.openai_text(REPLY, pieces=PIECES, delay=0.05))
+    t = Term(["--yes", "--no-tools"] + ([] if first else ["--continue"]), env)
+    t.expect("> ")
+    t.line("hang up on me")
+    t.expect("word03")                       # the reply streams
+    os.close(t.fd)                           # the terminal is gone ...
+    os.killpg(t.p.pid, signal.SIGHUP)        # ... and its shell hangs up its jobs
+    assert t.p.wait(60) == 128 + signal.SIGHUP
+    (path,) = session_files(isolated)
+    entries = read_entries(path)
+    user = [e for e in entries if e["type"] == "message" and texts(e) == "hang up on me"]
+    assert len(user) == 1
+    (reply,) = [e for e in entries if e.get("parentId") == user[0]["id"]]
+    assert reply["message"]["stopReason"] in ("aborted", "stop")
+    assert texts(reply).startswith("word00 word01 word02 word03") and REPLY.startswith(texts(reply))

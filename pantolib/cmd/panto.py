@@ -114,9 +114,14 @@ def main(argv=None):
     r.start_notes(session)
     if session is not None:
         r.show_last_exchange(session)
-    r.loop(first)
     from pantolib import signals
 
+    try:
+        r.loop(first)
+    except OSError:
+        if not signals.ending():
+            raise
+        # SIGHUP: the terminal is gone, and a write to it fails (EIO); the turn is kept
     return signals.status() if signals.ending() else cli.OK    # SIGTERM, SIGHUP: the turn kept, then out
 
 

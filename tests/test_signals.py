@@ -227,3 +227,13 @@ def test_a_closed_terminal_ends_the_repl_keeping_the_turn(isolated, srv, first):
     (reply,) = [e for e in entries if e.get("parentId") == user[0]["id"]]
     assert reply["message"]["stopReason"] in ("aborted", "stop")
     assert texts(reply).startswith("word00 word01 word02 word03") and REPLY.startswith(texts(reply))
+
+
+def test_the_table_has_a_row_for_every_command():
+    from pantolib import launch, signals
+
+    for name in launch.MODULES:
+        assert len(signals.row(name, ["--help"])) == len(signals.SIGNALS), name
+    assert signals.row("panto-log", ["append", "F"]) == (signals.IGNORE,) * 3
+    assert signals.row("panto-send", []) == signals.row("panto-tool", []) == (signals.HOLD,) * 3
+    assert signals.row("panto", [])[1:] == (signals.END,) * 2

@@ -164,6 +164,23 @@ def write_input(out, lines):
     return not cli.stdout_gone()
 
 
+def while_kept(chunks, every=0.25):
+    """The reply's chunks while something downstream can keep it: once the
+    pipe's reader is gone (checked every `every` seconds), the request is cut
+    short, so the rest of a reply nobody keeps is not paid for."""
+    import time
+
+    due = 0.0
+    for chunk in chunks:
+        now = time.monotonic()
+        if now >= due:
+            if cli.stdout_gone():
+                raise error("standard output is closed: nothing downstream keeps the reply "
+                            "(the request is cut short)")
+            due = now + every
+        yield chunk
+
+
 def not_kept():
     """The error of a request that nothing downstream would keep."""
     return error("standard output is closed: nothing downstream keeps the reply (the request is not sent)")
@@ -308,7 +325,7 @@ def exchange(provider, options, messages, opts, live, keys, key_var, state):
                     reply = providers.whole_reply(req.whole, mod, acc, name=provider)
                     note(providers.IGNORED_STREAM)
                     return reply
-                return providers.stream_reply(req.chunks(), acc, live and live.flush, name=provider)
+                return providers.stream_reply(while_kept(req.chunks()), acc, live and live.flush, name=provider)
             except ProviderError as e:  # an error event may quote the key back
                 if providers.context_full_words(str(e)):
                     raise ContextFull() from None

@@ -237,3 +237,28 @@ def test_the_table_has_a_row_for_every_command():
     assert signals.row("panto-log", ["append", "F"]) == (signals.IGNORE,) * 3
     assert signals.row("panto-send", []) == signals.row("panto-tool", []) == (signals.HOLD,) * 3
     assert signals.row("panto", [])[1:] == (signals.END,) * 2
+
+
+def test_a_reply_nothing_keeps_is_cut_short(isolated, srv):
+    """The appender goes away while the reply streams: panto-send stops
+    reading it (the rest is not paid for), one line, exit 1."""
+    work = str(isolated)
+    path = session_file(work, turns=1)
+    srv.push(sse_server.openai_text(REPLY, pieces=PIECES, delay=0.05))
+    r, w = os.pipe()
+    send = subprocess.Popen([shutil.which("panto-send"), "-m", "gpt-4o", "--live", "hello"],
+                            stdin=subprocess.PIPE, stdout=w, stderr=subprocess.PIPE, env=env_for(srv), cwd=work)
+    os.close(w)
+    send.stdin.write(read(path))
+    send.stdin.close()
+    err = b""
+    while b"word03" not in err:             # the reply streams
+        piece = os.read(send.stderr.fileno(), 65536)
+        assert piece, err
+        err += piece
+    os.close(r)                             # the appender is gone
+    err += send.stderr.read()
+    assert send.wait(60) == 1, err
+    assert err.endswith(b"panto-send: standard output is closed: nothing downstream keeps the reply "
+                        b"(the request is cut short)\n"), err
+    assert b"word39" not in err             # the rest was never read

@@ -94,6 +94,17 @@ def write_durably(fd, data):
 _dsync = hasattr(os, "RWF_DSYNC")
 
 
+def kind(mode):
+    """What a file that is not a regular one is, in words (for a refusal)."""
+    import stat
+
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
 def failed(path, e, what):
     """The one-line error of a write that failed, naming the file (ENOSPC, EFBIG, ...)."""
     reason = e.strerror or str(e)

@@ -304,3 +304,12 @@ def test_unlink_quietly(tmp_path):
     files.unlink_quietly(str(tmp_path / "f"))
     files.unlink_quietly(str(tmp_path))   # a folder is not unlinked, and no error
     assert tmp_path.is_dir() and not (tmp_path / "f").exists()
+
+
+def test_kind_names_each_file_type():
+    assert files.kind(stat.S_IFDIR) == "a directory"
+    assert files.kind(stat.S_IFIFO) == "a FIFO"
+    assert files.kind(stat.S_IFCHR) == "a character device"
+    assert files.kind(stat.S_IFBLK) == "a block device"
+    assert files.kind(stat.S_IFSOCK) == "a socket"
+    assert files.kind(stat.S_IFREG) == "not a plain file"

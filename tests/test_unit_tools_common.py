@@ -66,15 +66,6 @@ def test_outside_the_working_directory_once_symlinks_are_resolved(tmp_path, monk
 
 # -- regular files ---------------------------------------------------------------------------
 
-def test_kind_names_each_file_type():
-    assert common.kind(stat.S_IFDIR) == "a directory"
-    assert common.kind(stat.S_IFIFO) == "a FIFO"
-    assert common.kind(stat.S_IFCHR) == "a character device"
-    assert common.kind(stat.S_IFBLK) == "a block device"
-    assert common.kind(stat.S_IFSOCK) == "a socket"
-    assert common.kind(stat.S_IFREG) == "not a plain file"
-
-
 def test_open_regular_refuses_what_is_not_a_regular_file_without_blocking(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

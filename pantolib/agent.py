@@ -170,13 +170,14 @@ class Plumbing:
             return []
         at = at or self.state.branch
         # a turn reads only what its request needs, not the whole file (replay --context);
-        # SIGINT ignored: a stream cut short would put the prompt on an earlier entry
+        # replay into a pipe ignores every signal (signals.py): a stream cut short would
+        # put the prompt on an earlier entry
         return [Cmd(command_argv("panto-log", "replay", *(() if whole else ("--context",)),
-                                 *(["--at", at] if at else []), path, sigint=False))]
+                                 *(["--at", at] if at else []), path))]
 
     def sink(self):
         path = self.state.path
-        return Cmd(command_argv("panto-log", "append", *([path] if path else []), sigint=False))
+        return Cmd(command_argv("panto-log", "append", *([path] if path else [])))
 
     def tool(self):
         """panto-tool, handed the rules in effect on its command line (no file

@@ -1,7 +1,11 @@
 """The one boundary between panto's library and the shell.
 
-Parsing (docopt), exit statuses, the single stderr line, and the closed
-downstream pipe are decided here and nowhere else.
+Parsing (docopt), the mapping of every outcome to an exit status, the
+single stderr line, and the closed downstream pipe are decided here. Every
+command's `main` is the command() wrapper below, and the launcher
+(launch.py) calls it: one way in, one way out. A command returns an Exit
+status (or raises); the signals it takes are armed inside run() (see
+signals.py), so an interruption ends as one line and 128 + its number.
 """
 import enum
 import functools
@@ -16,7 +20,7 @@ class Exit(enum.IntEnum):
     FAIL = 1            # what went wrong is said in one line on stderr
     USAGE = 2           # bad usage: the line, then the usage text
     CONTEXT_FULL = 3    # panto-send: the prompt does not fit the context window (compact and retry)
-    INTERRUPTED = 130   # Ctrl-C (128 + SIGINT); panto-send keeps the partial reply
+    INTERRUPTED = 130   # Ctrl-C (128 + SIGINT; SIGTERM 143, SIGHUP 129: signals.status())
 
 
 OK, FAIL, USAGE, CONTEXT_FULL, INTERRUPTED = (Exit.OK, Exit.FAIL, Exit.USAGE, Exit.CONTEXT_FULL,
@@ -136,6 +140,20 @@ def named_stdout(e):
     return OSError(e.errno, e.strerror, "standard output")
 
 
+def stdout_gone():
+    """Nothing reads standard output any more: it is a pipe whose reader has
+    closed it (poll reports an error on the writing end). A file, a terminal
+    or a pipe still read: False."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def stdin():
     return sys.stdin.buffer
 
@@ -219,11 +237,16 @@ def silence_stdout():
 
 def run(name, func, argv=None):
     """Call func(argv) and map every outcome to an exit status."""
+    from pantolib import signals
     from pantolib.errors import PantoError, UsageError
 
     try:
         guard_fds()
-        status = func(argv)
+        signals.arm()       # the signals it takes are taken from here on (pantolib/signals.py)
+        try:
+            status = func(argv)
+        finally:
+            signals.disarm()
         try:
             sys.stdout.flush()
         except BrokenPipeError:
@@ -247,8 +270,11 @@ def run(name, func, argv=None):
         return FAIL
     except KeyboardInterrupt:
         warn(name, "interrupted")
-        return INTERRUPTED
+        return signals.status()
     except ModuleNotFoundError as e:
+        top = (e.name or "pantolib").split(".")[0]
+        if top == "pantolib" or top in sys.stdlib_module_names:    # not a package to install: a bug
+            return _internal(name, e)
         warn(name, f"missing Python package '{e.name}' (install panto with its dependencies: pip install .)")
         return FAIL
     except MemoryError:
@@ -259,12 +285,16 @@ def run(name, func, argv=None):
         warn(name, f"{where}{e.strerror or e}")
         return FAIL
     except Exception as e:  # the last resort: still one line, no traceback
-        if os.environ.get("PANTO_DEBUG") == "1":
-            import traceback
+        return _internal(name, e)
 
-            traceback.print_exc()
-        warn(name, f"internal error: {type(e).__name__}: {e}")
-        return FAIL
+
+def _internal(name, e):
+    if os.environ.get("PANTO_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exc()
+    warn(name, f"internal error: {type(e).__name__}: {e}")
+    return FAIL
 
 
 def command(name):

@@ -94,6 +94,17 @@ def write_durably(fd, data):
 _dsync = hasattr(os, "RWF_DSYNC")
 
 
+def kind(mode):
+    """What a file that is not a regular one is, in words (for a refusal)."""
+    import stat
+
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
 def failed(path, e, what):
     """The one-line error of a write that failed, naming the file (ENOSPC, EFBIG, ...)."""
     reason = e.strerror or str(e)
@@ -113,7 +124,7 @@ def remove_stale(directory, now=None):
     with it:
         for d in it:
             name = d.name
-            if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+            if not (name.startswith(TMP_PREFIX) and name.endswith(TMP_SUFFIX)):    # only panto's own
                 continue
             try:
                 if not d.is_file(follow_symlinks=False) or now - d.stat(follow_symlinks=False).st_mtime < TMP_MAX_AGE:

@@ -178,6 +178,17 @@ def _matching(directory, prefix):
     return out
 
 
+def candidates(prefix, cwd=None, env=None):
+    """(id, path) of the sessions an id prefix names: this directory's, else
+    every other directory's (the order SPEC 4.2 resolves in); none for what
+    cannot be an id."""
+    if not prefix or "/" in prefix or ".." in prefix or "\0" in prefix:
+        return []
+    here = session_dir(os.getcwd() if cwd is None else cwd, env)
+    found = _matching(here, prefix)
+    return found or [f for d in all_dirs(env) if d != here for f in _matching(d, prefix)]
+
+
 def _one(found, arg):
     exact = [f for f in found if f[0] == arg]
     if exact or len(found) == 1:
@@ -206,11 +217,8 @@ def resolve(arg, cwd=None, env=None):
         raise PantoError(f"'{arg}': no such session file")
     if not arg:
         raise PantoError("empty session id")
+    found = candidates(arg, cwd, env)
+    if found:
+        return _one(found, arg)
     here = session_dir(cwd, env)
-    found = _matching(here, arg)
-    if found:
-        return _one(found, arg)
-    found = [f for d in all_dirs(env) if d != here for f in _matching(d, arg)]
-    if found:
-        return _one(found, arg)
     raise PantoError(f"no session '{arg}' in {here} or any other directory's sessions (see panto-ls --all)")

@@ -218,7 +218,7 @@ def read_file(path):
 
 
 def _refused(path, mode):
-    from pantolib.tools.common import kind
+    from pantolib.files import kind
 
     return f"the rules file '{path}' is not a regular file ({kind(mode)}): it was not read"
 

@@ -1,9 +1,9 @@
 """Pipelines of plumbing commands, as the REPL runs them.
 
-Every child starts with SIGINT blocked (launch.py unblocks it once the
-command is inside its error boundary; panto-log append ignores it
-throughout), so a Ctrl-C at any moment of a turn reaches each command as a
-clean interruption and never kills one inside Python's start-up. A child
+Every child starts with SIGINT, SIGTERM and SIGHUP blocked (it then takes
+them as pantolib/signals.py says: from its error boundary on, or never, as
+panto-log append), so a Ctrl-C at any moment of a turn reaches each command
+as a clean interruption and never kills one inside Python's start-up. A child
 whose stderr the REPL draws (panto-send's live reply, panto-tool's display)
 gets a pseudo-terminal of its own for it, so it behaves as on any terminal.
 """
@@ -14,16 +14,16 @@ import signal
 import subprocess
 import sys
 
-from pantolib import files, terminal
+from pantolib import files, signals, terminal
 from pantolib.conversation import Session
 
 LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
 
 
-def command_argv(name, *args, sigint=True):
+def command_argv(name, *args):
     """How the REPL starts a plumbing command (see launch.py): the same Python
-    and the same panto, SIGINT held until the command can take it."""
-    return [sys.executable, "-P", LAUNCH, name if sigint else "-" + name, *args]
+    and the same panto, its signals set as pantolib/signals.py says."""
+    return [sys.executable, "-P", LAUNCH, name, *args]
 
 
 def read_session(data):
@@ -143,8 +143,8 @@ class EscKey:
 class Pipeline:
     """Run commands connected stdout to stdin.
 
-    Every child starts with SIGINT blocked (launch.py unblocks it once the
-    command can take it; panto-log append ignores it), so a Ctrl-C at any
+    Every child starts with its signals blocked (signals.py: it takes them
+    once it can; panto-log append ignores them), so a Ctrl-C at any
     moment reaches each child as a clean interruption, never a traceback
     from inside Python's start-up; the REPL only counts it. A pipeline
     started after a Ctrl-C of its turn (`interrupts` counts it already) sends
@@ -189,7 +189,7 @@ class Pipeline:
                 master, slave = _open_pty()
                 self.ptys[master] = cmd
                 err = slave
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, signals.SIGNALS)
             try:
                 p = subprocess.Popen(cmd.argv, stdin=prev, stdout=out, stderr=err, env=cmd.env,
                                      pass_fds=cmd.pass_fds)
@@ -212,6 +212,8 @@ class Pipeline:
         import select
 
         old = signal.signal(signal.SIGINT, self._on_sigint)
+        hangup = signals.catch(self._on_sigint)     # SIGTERM, SIGHUP: counted too (the REPL then ends)
+        hangup.__enter__()
         self.before = self.irq.count
         try:
             self._start()
@@ -281,6 +283,7 @@ class Pipeline:
                 except OSError:
                     pass
             self.ptys.clear()
+            hangup.__exit__()
             signal.signal(signal.SIGINT, old)
 
     def running(self, role):

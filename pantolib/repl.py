@@ -12,7 +12,7 @@ The REPL keeps no conversation of its own: the session file is the state
 """
 import os
 
-from pantolib import terminal
+from pantolib import signals, terminal
 from pantolib.agent import Agent, SessionState, Settings, context_fill, load_prices, set_aside_from
 from pantolib.errors import PantoError
 from pantolib.screen import Screen, plural
@@ -134,7 +134,7 @@ class Repl:
                     except (terminal.Edit, KeyboardInterrupt) as e:
                         # Ctrl-C at the prompt, or just before it (then a signal)
                         how, text = (e.how, e.text) if isinstance(e, terminal.Edit) else ("interrupt", "")
-                        if how == "eof":
+                        if how == "eof" or signals.ending():     # Ctrl-D, a closed terminal, SIGTERM
                             return
                         if isinstance(e, KeyboardInterrupt):
                             self.screen.out.write("\n")
@@ -144,7 +144,7 @@ class Repl:
                         continue
                     self.agent.irq.count = 0      # Enter: what counts is from now on
                     interrupts = 0
-                    if line.strip() and not self.take(line):
+                    if line.strip() and not self.take(line) or signals.ending():
                         return
         finally:
             self.screen.close()

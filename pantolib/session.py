@@ -307,10 +307,6 @@ def check_path(path):
         raise PantoError(f"'{path}' is not a regular file, so not a session file")
 
 
-def is_assistant(obj):
-    return stream.is_assistant(obj)
-
-
 class _File:
     """A session file open for appending, and what is known of it: its
     entries' nodes (`ids`), its last entry, its size and lines. A batch of

@@ -176,7 +176,7 @@ class Commands:
             self.say("cannot fork: the session could not be read", RED)
             return
         header, lines = forked(data)
-        statuses, echoed = Pipeline([Cmd(command_argv("panto-log", "append", sigint=False))], stdin_data=lines).run()
+        statuses, echoed = Pipeline([Cmd(command_argv("panto-log", "append"))], stdin_data=lines).run()
         try:
             session = read_session(echoed)
         except PantoError:

@@ -30,12 +30,15 @@ def run(args):
     out = cli.stdout()
     provider, options, key_var, keys = turn.configure(opts, session, out, out_lines, unstamped)
     try:
-        turn.write_input(out, out_lines)
+        if not turn.write_input(out, out_lines):
+            raise turn.not_kept()
         del out_lines
         entry = _summarize(args, session, keep, instructions, provider, options, key_var, opts, keys, taken)
     except KeyboardInterrupt:
+        from pantolib import signals
+
         cli.warn(turn.NAME, "interrupted: no summary written (the stream is passed through)")
-        return cli.INTERRUPTED
+        return signals.status()
     except turn.ContextFull:
         from pantolib.errors import ProviderError
 
@@ -49,9 +52,7 @@ def run(args):
 def _summarize(args, session, keep, instructions, provider, options, key_var, opts, keys, taken):
     """Ask for the summary and return the compaction entry, or None (with a
     note) when there is nothing to compact."""
-    import signal
-
-    from pantolib import cli, providers, turn
+    from pantolib import cli, providers, signals, turn
     from pantolib.errors import ProviderError
 
     asked = request_messages(session, keep, instructions)
@@ -67,7 +68,7 @@ def _summarize(args, session, keep, instructions, provider, options, key_var, op
     finally:
         if live is not None:
             live.end()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the summary is complete: nothing may cut its line
+    signals.finish()  # the summary is complete: nothing may cut its line
     summary = providers.text_of(content).strip()
     if stop in ("error", "contextFull") or not summary:
         why = {"error": "the model refused", "contextFull": "what is to be summarized fills the context "

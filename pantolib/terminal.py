@@ -100,12 +100,12 @@ def text_width(text):
     return sum(cell_width(c) for c in text)
 
 
-_SGR = re.compile("\x1b\\[[0-9;]*m")
+SGR = re.compile("\x1b\\[([0-9;]*)m")    # a colour code (Select Graphic Rendition), its numbers as group 1
 
 
 def styled_width(text):
     """Columns of text that may hold colour codes (the prompt's own)."""
-    return text_width(_SGR.sub("", text))
+    return text_width(SGR.sub("", text))
 
 
 def size(fd):

@@ -24,23 +24,6 @@ class ContextFull(Exception):
     """The server refused the request because the prompt is too long for the model."""
 
 
-class sigint_held:
-    """A Ctrl-C inside the block is held until its end, then raised."""
-
-    def __enter__(self):
-        import signal
-
-        self.held = []
-        self.previous = signal.signal(signal.SIGINT, lambda *_: self.held.append(True))
-
-    def __exit__(self, *exc):
-        import signal
-
-        signal.signal(signal.SIGINT, self.previous)
-        if self.held and exc[0] is None and self.previous is not signal.SIG_IGN:
-            raise KeyboardInterrupt
-
-
 def check(args):
     """Option values, checked before any input is read (bad ones are usage errors)."""
     from pantolib.errors import UsageError
@@ -233,13 +216,42 @@ def add_prompt(session, out_lines, prompt, taken, provider, options, keys, attac
 
 
 def write_input(out, lines):
-    """Write and flush the input and the prompt whole: a Ctrl-C meanwhile is
-    held until the last byte is out, then raised."""
-    from pantolib import prefix
+    """Write and flush the input and the prompt whole (a signal meanwhile is
+    held until the last byte is out, then raised). False when nothing reads
+    them (a closed pipe: the appender is gone): then no request may be sent,
+    as nothing would keep its reply."""
+    from pantolib import prefix, signals
 
-    with sigint_held():
-        prefix.write_lines(out, lines)
-        out.flush()
+    with signals.held():
+        try:
+            prefix.write_lines(out, lines)
+            out.flush()
+        except BrokenPipeError:
+            cli.silence_stdout()
+            return False
+    return not cli.stdout_gone()
+
+
+def while_kept(chunks, every=0.25):
+    """The reply's chunks while something downstream can keep it: once the
+    pipe's reader is gone (checked every `every` seconds), the request is cut
+    short, so the rest of a reply nobody keeps is not paid for."""
+    import time
+
+    due = 0.0
+    for chunk in chunks:
+        now = time.monotonic()
+        if now >= due:
+            if cli.stdout_gone():
+                raise error("standard output is closed: nothing downstream keeps the reply "
+                            "(the request is cut short)")
+            due = now + every
+        yield chunk
+
+
+def not_kept():
+    """The error of a request that nothing downstream would keep."""
+    return error("standard output is closed: nothing downstream keeps the reply (the request is not sent)")
 
 
 def need_key(options, key_var):
@@ -265,7 +277,9 @@ def run(args, session, provider, options, key_var, opts, keys, taken, out, state
     if leaf is None or leaf["message"]["role"] != "user":
         raise error("nothing to send: give a PROMPT or -f FILE")
     need_key(options, key_var)
-    with sigint_held():    # imports (see cmd/send.py)
+    from pantolib import signals
+
+    with signals.held():    # imports (see cmd/send.py)
         if args["--tools"]:
             from pantolib import tools
 
@@ -278,9 +292,7 @@ def run(args, session, provider, options, key_var, opts, keys, taken, out, state
     finally:
         if live is not None:
             live.end()
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the reply is complete: nothing may cut its line
+    signals.finish()  # the reply is complete: nothing may cut its line
     write_reply(out, session, taken, provider, options, keys, content, stop, usage)
     return cli.OK
 
@@ -314,24 +326,21 @@ def write_reply(out, session, taken, provider, options, keys, content, stop, usa
 
 
 def aborted(acc, session, taken, provider, options, keys, out):
-    """Ctrl-C while the reply streamed: keep what arrived as an assistant
-    entry with stopReason "aborted" (tool uses not yet complete are dropped;
-    usage as far as reported), then exit cli.INTERRUPTED (130). A second Ctrl-C cannot cut it."""
-    import signal
+    """Ctrl-C (or SIGTERM, SIGHUP) while the reply streamed: keep what arrived
+    as an assistant entry with stopReason "aborted" (tool uses not yet
+    complete are dropped; usage as far as reported), then exit 128 + the
+    signal's number (signals.status()). A second signal cannot cut it."""
+    from pantolib import signals
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signals.finish()
     if acc is not None:
-        if hasattr(acc, "partial"):
-            content, usage = acc.partial()
-        else:
-            content, _, usage = acc.result()
-            content = [b for b in content if b.get("type") != "toolUse"]
+        content, usage = acc.partial()
         content, _ = unoffered_calls(options, content, "aborted")
         if content or usage is not None:
             write_reply(out, session, taken, provider, options, keys, content, "aborted", usage)
             out.flush()
             cli.warn(NAME, "interrupted: the reply so far is kept (stopReason aborted)")
-            return cli.INTERRUPTED
+            return signals.status()
     from pantolib import stream
 
     # a new session's file is made with its first reply: only an older one keeps the prompt
@@ -339,7 +348,7 @@ def aborted(acc, session, taken, provider, options, keys, out):
         session.unread is not None and any(stream.is_assistant(stream.loads(raw))
                                            for raw in session.unread.read().split(b"\n")))
     cli.warn(NAME, "interrupted before the reply began" + (" (the prompt is kept)" if kept else ""))
-    return cli.INTERRUPTED
+    return signals.status()
 
 
 def exchange(provider, options, messages, opts, live, keys, key_var, state):
@@ -349,7 +358,9 @@ def exchange(provider, options, messages, opts, live, keys, key_var, state):
     refusals), so later requests leave it out from the start. `state` may
     hold the "network" to join first; the reply's accumulator is kept there
     as "acc" once it streams (for aborted())."""
-    with sigint_held():    # imports (see cmd/send.py): the network thread's first
+    from pantolib import signals
+
+    with signals.held():    # imports (see cmd/send.py): the network thread's first
         if "network" in state:
             state.pop("network").join()
         from pantolib import http, providers, secrets
@@ -379,6 +390,8 @@ def exchange(provider, options, messages, opts, live, keys, key_var, state):
         options.notes.clear()
         req = http.Request(url, headers, body, timeout=opts["timeout"], retries=opts["retries"],
                            provider=provider, key_var=key_var, secrets=keys, on_retry=retry_note)
+        if cli.stdout_gone():   # the appender died meanwhile: a reply would be paid for and lost
+            raise not_kept()
         with req:
             try:
                 req.open()
@@ -391,7 +404,7 @@ def exchange(provider, options, messages, opts, live, keys, key_var, state):
                     continue
                 raise
             if options.dropped - known:   # answered without what was refused: remember it
-                with sigint_held():       # a whole file or none, and no temporary one left
+                with signals.held():      # a whole file or none, and no temporary one left
                     refusals.remember(options.api, options.base_url, options.model, options.dropped - known)
                 known = set(options.dropped)
             acc = state["acc"] = mod.Accumulator(on_text=live and live.text,
@@ -401,7 +414,7 @@ def exchange(provider, options, messages, opts, live, keys, key_var, state):
                     reply = providers.whole_reply(req.whole, mod, acc, name=provider)
                     note(providers.IGNORED_STREAM)
                     return reply
-                return providers.stream_reply(req.chunks(), acc, live and live.flush, name=provider)
+                return providers.stream_reply(while_kept(req.chunks()), acc, live and live.flush, name=provider)
             except ProviderError as e:  # an error event may quote the key back
                 if providers.context_full_words(str(e)):
                     raise ContextFull() from None

@@ -23,6 +23,20 @@ def lines(out):
     return [orjson.loads(x) for x in out.split(b"\n") if x]
 
 
+def reply_of(p):
+    """The assistant message a successful panto-send run wrote last."""
+    assert p.returncode == 0, p.stderr
+    last = lines(p.stdout)[-1]
+    assert last["message"]["role"] == "assistant", last
+    return last["message"]
+
+
+def user_texts(entries):
+    """The text blocks of the user messages among entries, in order."""
+    return [b["text"] for e in entries if e["type"] == "message" and e["message"]["role"] == "user"
+            for b in e["message"]["content"] if b["type"] == "text"]
+
+
 def split_lines(b):
     """The non-blank lines of some bytes, each with its line feed."""
     return [line + b"\n" for line in b.split(b"\n") if line.strip()]

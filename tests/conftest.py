@@ -243,4 +243,4 @@ def scripts():
     with open(os.path.join(root, "pyproject.toml"), "rb") as f:
         files = tomllib.load(f)["tool"]["setuptools"]["script-files"]
     names = [os.path.basename(f) for f in files]
-    return sorted((n, MODULES[n][0] + ":main") for n in names if n in MODULES)  # not the launcher itself
+    return sorted((n, MODULES[n] + ":main") for n in names if n in MODULES)  # not the launcher itself

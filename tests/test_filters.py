@@ -39,9 +39,10 @@ def test_every_script_is_declared():
 
 @pytest.mark.parametrize("name", names())
 def test_the_installed_command_is_its_launcher(name):
-    """What is on PATH ignores SIGINT in its first statement, before Python
-    starts (a generated console-script wrapper imports first), and runs the
-    launcher installed beside it, which takes SIGINT on as launch.py says."""
+    """What is on PATH ignores SIGINT, SIGTERM and SIGHUP in its first
+    statement, before Python starts (a generated console-script wrapper
+    imports first), and runs the launcher installed beside it, whose first
+    import is the signal table (which imports nothing), applied at once."""
     import shutil
 
     path = shutil.which(name)
@@ -51,11 +52,17 @@ def test_the_installed_command_is_its_launcher(name):
     with open(os.path.join(ROOT, "bin", name), encoding="utf-8") as f:
         assert installed == f.read(), f"{path} is not bin/{name}"
     lines = installed.splitlines()
-    assert lines[:2] == ["#!/bin/sh", "trap '' INT"] and lines[-1] == f'exec "$d/panto-launcher" {name} "$@"'
+    assert lines[:2] == ["#!/bin/sh", "trap '' INT TERM HUP"] and lines[-1] == f'exec "$d/panto-launcher" {name} "$@"'
     with open(os.path.join(os.path.dirname(path), "panto-launcher"), encoding="utf-8") as f:
         launcher = f.read().splitlines()
     assert launcher[0].startswith("#!") and "python" in launcher[0]
-    assert launcher[1] == "import _signal, os, sys"
+    code = [line for line in launcher[1:] if line.strip() and not line.lstrip().startswith("#")]
+    first = code[:[line.startswith("signals.start(") for line in code].index(True)]
+    assert [line.split("  #")[0] for line in first if "import" in line] == [
+        "import os, sys", "from pantolib import signals"]
+    with open(os.path.join(ROOT, "pantolib", "signals.py"), encoding="utf-8") as f:
+        imports = [line for line in f if line.startswith(("import ", "from "))]
+    assert imports == ["import _signal\n"]
 
 
 @pytest.mark.parametrize("name", names())

@@ -12,16 +12,11 @@ import orjson
 import pytest
 
 import sse_server as S
+from builders import SID, header
 from conftest import run
 from pantolib import paths
 
-SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
 KEY = "sk-test-0123456789abcdefSECRET"
-
-
-def header(cwd, version=1):
-    return orjson.dumps({"type": "session", "version": version, "id": SID,
-                         "timestamp": "2026-04-25T17:40:15.990Z", "cwd": str(cwd)}) + b"\n"
 
 
 def base(cwd):

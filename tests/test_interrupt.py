@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from builders import user_texts
 from sse_server import Server, openai_text, openai_tools
 from repl_term import KEY, Term as _Term
 
@@ -104,11 +105,6 @@ def entries_of(env):
 
 def blocks(entries, kind):
     return [b for e in entries if e["type"] == "message" for b in e["message"]["content"] if b["type"] == kind]
-
-
-def user_texts(entries):
-    return [b["text"] for e in entries if e["type"] == "message" and e["message"]["role"] == "user"
-            for b in e["message"]["content"] if b["type"] == "text"]
 
 
 def sweep(rounds, seed=1, verbose=False, tmp=None, phases=("before", "stream", "tool", "ask")):

@@ -14,6 +14,7 @@ import pytest
 from builders import (OTHER, SID, bare, compacted_session, compaction, header, msg, read, session_bytes,
                       session_file, split_lines)
 from conftest import assert_clean_error, log, run
+from procs import wait_reading
 from pantolib import entries, paths
 
 ID8 = re.compile(rb"^[0-9a-f]{8}$")
@@ -43,6 +44,20 @@ def test_entry_ids_are_8_hex_and_collision_checked():
     got = [entries.new_id(taken) for _ in range(2000)]
     assert len(set(got)) == 2000 and taken == set(got)
     assert all(ID8.match(i.encode()) for i in got)
+
+    class FirstThreeTaken(set):     # the first three ids drawn collide with ids already taken
+        def __init__(self):
+            super().__init__()
+            self.asked = []
+
+        def __contains__(self, item):
+            self.asked.append(item)
+            return len(self.asked) <= 3 or set.__contains__(self, item)
+
+    taken = FirstThreeTaken()
+    i = entries.new_id(taken)
+    assert len(taken.asked) == 4 and i == taken.asked[3] and i not in taken.asked[:3]
+    assert ID8.match(i.encode()) and set(taken) == {i}
 
 
 def test_entry_id_falls_back_to_a_longer_id_when_every_short_one_is_taken():
@@ -156,7 +171,8 @@ def test_file_appears_whole_when_the_assistant_arrives(isolated, sessions):
     later = msg("00000003", "00000002", "user", "more")
     with Appender() as a:
         a.send(first)
-        time.sleep(0.3)
+        wait_reading(a.p)       # it has read the lines and waits for more
+        a.pump(0)
         assert not os.path.exists(f) and a.echoed == b""
         a.send(asst)
         a.wait_for(first + asst)
@@ -281,11 +297,9 @@ def test_append_keeps_writing_after_ctrl_c_until_eof(isolated):
     with Appender(f) as a:
         a.send(one)
         a.wait_for(one)
-        a.p.send_signal(signal.SIGINT)
-        time.sleep(0.2)
-        assert a.p.poll() is None, "append died on SIGINT"
+        a.p.send_signal(signal.SIGINT)      # delivered before it can read what comes next
         a.send(two)
-        assert a.close() == 0
+        assert a.close() == 0, "append died on SIGINT"
         assert a.echoed == one + two
     assert read(f) == base + one + two
 

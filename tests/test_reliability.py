@@ -9,38 +9,19 @@ import time
 import orjson
 import pytest
 
+from builders import SID, header, msg, read, session_file
 from conftest import assert_clean_error, run
-from pantolib import paths
 
-SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
 CRASH_ITERATIONS = int(os.environ.get("PANTO_TEST_CRASHES", "200"))
 CRASH_BUDGET = float(os.environ.get("PANTO_TEST_CRASH_SECONDS", "25"))
 # The random moments are seeded (PANTO_TEST_SEED=N to try others): a failure can be replayed.
 SEED = int(os.environ.get("PANTO_TEST_SEED", "1"))
 
 
-def header(cwd, sid=SID):
-    return orjson.dumps({"type": "session", "version": 1, "id": sid,
-                         "timestamp": "2026-04-25T17:40:15.990Z", "cwd": str(cwd)}) + b"\n"
-
-
-def msg(eid, parent, role, text):
-    return orjson.dumps({"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-25T17:40:16.000Z",
-                         "message": {"role": role, "content": [{"type": "text", "text": text}]}}) + b"\n"
-
-
 def new_session(cwd, sid=SID):
-    d = paths.session_dir(str(cwd))
-    os.makedirs(d, mode=0o700, exist_ok=True)
-    p = os.path.join(d, sid + ".jsonl")
-    with open(p, "wb") as f:
-        f.write(header(cwd, sid) + msg("00000001", None, "user", "hi") + msg("00000002", "00000001", "assistant", "yo"))
-    return p
-
-
-def read(p):
-    with open(p, "rb") as f:
-        return f.read()
+    """A session of one prompt and one reply where panto keeps it."""
+    return session_file(cwd, sid, data=header(cwd, sid) + msg("00000001", None, "user", "hi")
+                        + msg("00000002", "00000001", "assistant", "yo"))
 
 
 def exe(name):

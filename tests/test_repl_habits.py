@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from builders import user_texts
 from conftest import assert_clean_error, repl_env, run
 from sse_server import openai_text
 from repl_term import Term, make_session, read_entries, session_files, write_session
@@ -14,11 +15,6 @@ from repl_term import Term, make_session, read_entries, session_files, write_ses
 @pytest.fixture
 def env(srv, tmp_path):
     return repl_env(srv, tmp_path)
-
-
-def user_texts(entries):
-    return [b["text"] for e in entries if e["type"] == "message" and e["message"]["role"] == "user"
-            for b in e["message"]["content"] if b["type"] == "text"]
 
 
 @pytest.mark.parametrize("flag", ["-c", "--continue", "--last"])

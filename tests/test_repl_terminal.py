@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from builders import user_texts
 from conftest import repl_env, run
 from sse_server import anthropic_stream, an_block, an_delta, an_end, an_start, an_stop, \
     error_reply, openai_text, openai_tools
@@ -30,11 +31,6 @@ def has_replay_at():
 
 
 needs_at = pytest.mark.skipif(not has_replay_at(), reason="panto-log replay --at is not there yet")
-
-
-def user_texts(entries):
-    return [b["text"] for e in entries if e["type"] == "message" and e["message"]["role"] == "user"
-            for b in e["message"]["content"] if b["type"] == "text"]
 
 
 def test_a_forty_line_paste_is_one_prompt(isolated, srv, env):

@@ -10,7 +10,7 @@ import pytest
 
 import responses_server as R
 import sse_server as S
-from builders import HEADER, assistant, jsonl, lines, user
+from builders import HEADER, assistant, jsonl, lines, reply_of, user
 from conftest import assert_clean_error, env_for, send
 from typed_check import check
 
@@ -20,13 +20,6 @@ ENC = "gAAAAABpZ3+Kx/7Qe9WcM2Zl_enc-Y29udGVudA==" * 3   # base64 with + / = and 
 
 def respond(srv, *args, **kw):
     return send(srv, "--api", "openai_responses", "-m", MODEL, *args, **kw)
-
-
-def reply_of(p):
-    assert p.returncode == 0, p.stderr
-    last = lines(p.stdout)[-1]
-    assert last["message"]["role"] == "assistant", last
-    return last["message"]
 
 
 def valid_request(body):

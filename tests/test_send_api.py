@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 import sse_server as S
-from builders import HEADER, assistant, jsonl, lines, user
+from builders import HEADER, assistant, jsonl, lines, reply_of, user
 from conftest import AKEY, KEY, assert_clean_error, env_for, interrupt_when, secret_free, send
 
 from pantolib.providers import anthropic_messages as an
@@ -28,12 +28,6 @@ def body(srv, i=-1):
 def entries_after(out, base):
     assert out.startswith(base)
     return lines(out[len(base):])
-
-
-def reply_of(p):
-    last = lines(p.stdout)[-1]
-    assert last["message"]["role"] == "assistant", last
-    return last["message"]
 
 
 def stderr_lines(p):

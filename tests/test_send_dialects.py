@@ -342,15 +342,15 @@ def test_a_whole_reply_to_a_streaming_request_is_taken_as_the_reply(srv, api):
 
 def _interrupt_once_asked(srv, stream):
     srv.push(S.reply([": keep-alive\n\n"], stall_after=1, stall=60))
+    before = len(srv.requests)
     proc = subprocess.Popen([shutil.which("panto-send"), "now"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env_for(srv))
     proc.stdin.write(stream)
     proc.stdin.close()
     deadline = time.monotonic() + 30
-    while not srv.requests and time.monotonic() < deadline:
+    while len(srv.requests) == before and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert srv.requests
-    time.sleep(0.2)   # the headers are out: panto-send waits for the first event
+    assert len(srv.requests) == before + 1     # the request is out: whatever panto-send waits for now, no reply has begun
     proc.send_signal(signal.SIGINT)
     out, err = proc.stdout.read(), proc.stderr.read()
     return proc.wait(timeout=30), out, err

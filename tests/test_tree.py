@@ -7,12 +7,9 @@ import sys
 
 import orjson
 
+from builders import lines
 from conftest import assert_clean_error, reply, run, shell
 from on_terminal import EVIL, RAW, on_a_terminal
-
-
-def lines(out):
-    return [orjson.loads(x) for x in out.split(b"\n") if x]
 
 
 def texts(body):

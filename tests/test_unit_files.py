@@ -132,9 +132,10 @@ def test_remove_stale_removes_only_old_unlocked_temporary_files(tmp_path):
     locked = _tmp(tmp_path, ".panto-live.tmp", 7200, now)
     visible = _tmp(tmp_path, "panto-visible.tmp", 7200, now)
     other = _tmp(tmp_path, ".panto-other.json", 7200, now)
-    (tmp_path / ".dir.tmp").mkdir()
-    os.utime(tmp_path / ".dir.tmp", (now - 7200, now - 7200))
-    os.symlink(old, tmp_path / ".link.tmp")
+    foreign = _tmp(tmp_path, ".someone-else.tmp", 7200, now)    # not panto's: never touched
+    (tmp_path / ".panto-dir.tmp").mkdir()
+    os.utime(tmp_path / ".panto-dir.tmp", (now - 7200, now - 7200))
+    os.symlink(old, tmp_path / ".panto-link.tmp")
     fd = os.open(locked, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -142,8 +143,8 @@ def test_remove_stale_removes_only_old_unlocked_temporary_files(tmp_path):
     finally:
         os.close(fd)
     assert not old.exists()
-    assert young.exists() and locked.exists() and visible.exists() and other.exists()
-    assert (tmp_path / ".dir.tmp").is_dir() and os.path.islink(tmp_path / ".link.tmp")
+    assert young.exists() and locked.exists() and visible.exists() and other.exists() and foreign.exists()
+    assert (tmp_path / ".panto-dir.tmp").is_dir() and os.path.islink(tmp_path / ".panto-link.tmp")
     files.remove_stale(str(tmp_path), now=now)   # unlocked now
     assert not locked.exists()
     files.remove_stale(str(tmp_path / "missing"))
@@ -303,3 +304,12 @@ def test_unlink_quietly(tmp_path):
     files.unlink_quietly(str(tmp_path / "f"))
     files.unlink_quietly(str(tmp_path))   # a folder is not unlinked, and no error
     assert tmp_path.is_dir() and not (tmp_path / "f").exists()
+
+
+def test_kind_names_each_file_type():
+    assert files.kind(stat.S_IFDIR) == "a directory"
+    assert files.kind(stat.S_IFIFO) == "a FIFO"
+    assert files.kind(stat.S_IFCHR) == "a character device"
+    assert files.kind(stat.S_IFBLK) == "a block device"
+    assert files.kind(stat.S_IFSOCK) == "a socket"
+    assert files.kind(stat.S_IFREG) == "not a plain file"

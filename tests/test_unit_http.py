@@ -398,7 +398,11 @@ def test_ca_sources_dir_and_certifi(monkeypatch, tmp_path):
     ctx = http._TLSContext()
     with socket.socket() as s:
         ctx.wrap_socket(s, server_hostname="example.com", do_handshake_on_connect=False).close()
-    assert ctx._loaded and ca_count(ctx) == 0        # a directory is read as certificates are needed
+    assert ca_count(ctx) == 0        # a directory is read as certificates are needed
+    monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+    ctx.load()                       # the first TLS use chose the directory: nothing is read again
+    assert ca_count(ctx) == 0
+    monkeypatch.delenv("SSL_CERT_FILE")
     monkeypatch.delenv("SSL_CERT_DIR")
     ctx = http._TLSContext()
     ctx.load()

@@ -1,7 +1,7 @@
 """panto-ls's cells on their own: a title as one field."""
 import random
 
-from pantolib.cmd.ls import one_line
+from pantolib.cmd.ls import title_field
 from pantolib.terminal import visible_line
 
 
@@ -14,13 +14,13 @@ def _slow(text, width=80):
 
 
 def test_one_line_keeps_a_plain_title_and_flattens_the_rest():
-    assert one_line("fix the failing test") == "fix the failing test"
-    assert one_line("  two  spaces\tand\na line ") == "two spaces and a line"
-    assert one_line("esc \x1b[31m red") == "esc ^[[31m red"
-    assert one_line("rtl \u202e txt") == "rtl <U+202E> txt"
-    assert one_line("nbsp\u00a0here") == "nbsp here"
-    assert one_line("x" * 100) == "x" * 79 + "…"
-    assert one_line("") == "" and one_line(None) == ""
+    assert title_field("fix the failing test") == "fix the failing test"
+    assert title_field("  two  spaces\tand\na line ") == "two spaces and a line"
+    assert title_field("esc \x1b[31m red") == "esc ^[[31m red"
+    assert title_field("rtl \u202e txt") == "rtl <U+202E> txt"
+    assert title_field("nbsp\u00a0here") == "nbsp here"
+    assert title_field("x" * 100) == "x" * 79 + "…"
+    assert title_field("") == "" and title_field(None) == ""
 
 
 def test_one_line_agrees_with_the_rule_on_random_text():
@@ -29,5 +29,5 @@ def test_one_line_agrees_with_the_rule_on_random_text():
                 "\u3000\u1680\u200b\ufeff\ud800\U0001f600 ")
     for _ in range(20000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 200)))
-        assert one_line(text) == _slow(text), repr(text)
-        assert one_line(text, 10) == _slow(text, 10), repr(text)
+        assert title_field(text) == _slow(text), repr(text)
+        assert title_field(text, 10) == _slow(text, 10), repr(text)

@@ -52,20 +52,10 @@ Options:
   -h --help     Show this help.
   --version     Show the version.
 """
+import os
 import sys
 
-if sys.argv[1:2] == ["append"]:
-    # append must finish every line it received whatever Ctrl-C does to the
-    # pipeline: ignore SIGINT first of all, before any import (an interrupt
-    # inside `import orjson` can crash the interpreter). _signal, unlike
-    # signal, costs no import of enum.
-    import _signal
-
-    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
-
-import os  # noqa: E402
-
-from pantolib import cli  # noqa: E402
+from pantolib import cli
 
 NAME = "panto-log"
 
@@ -91,11 +81,10 @@ def main(argv=None):
 def append(path):
     import signal
 
-    # Ctrl-C in the terminal reaches every process of the pipeline; the lines
-    # already received must still be written, so append ends at EOF only.
-    # (Also done at import above, for the console script.) A file size limit
-    # must fail the write (EFBIG), not kill the process.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C, SIGTERM and SIGHUP reach every process of the pipeline; the
+    # lines already received must still be written, so append ignores them
+    # (pantolib/signals.py, from the launcher's first statements) and ends at
+    # EOF only. A file size limit must fail the write (EFBIG), not kill it.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
     from pantolib import prefix, session, stream

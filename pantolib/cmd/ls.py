@@ -92,7 +92,7 @@ def _rows(args, found, grep):
     for s in found:
         n = s["messages"]
         row = [prefixes[s["id"]], listing.local_time(scan.epoch(s["created"])), listing.local_time(s["active"]),
-               f"{n} message" if n == 1 else f"{n} messages", one_line(listing.title(s))]
+               f"{n} message" if n == 1 else f"{n} messages", title_field(listing.title(s))]
         if args["--all"]:
             cwd = cwds.get(s["cwd"])
             if cwd is None:
@@ -133,7 +133,7 @@ def _iso(secs):
     return iso_ms(int(secs * 1000))
 
 
-def one_line(text, width=80):
+def title_field(text, width=80):
     """A title as one field: control characters shown, tabs and newlines as spaces."""
     from pantolib.terminal import visible_line
 

@@ -114,8 +114,15 @@ def main(argv=None):
     r.start_notes(session)
     if session is not None:
         r.show_last_exchange(session)
-    r.loop(first)
-    return cli.OK
+    from pantolib import signals
+
+    try:
+        r.loop(first)
+    except OSError:
+        if not signals.ending():
+            raise
+        # SIGHUP: the terminal is gone, and a write to it fails (EIO); the turn is kept
+    return signals.status() if signals.ending() else cli.OK    # SIGTERM, SIGHUP: the turn kept, then out
 
 
 def resume_path(session_id):
@@ -123,21 +130,10 @@ def resume_path(session_id):
 
     if session_id is None:
         return paths.last_session()
-    found = candidates(session_id)
+    found = [] if os.path.exists(session_id) else paths.candidates(session_id)
     if len(found) > 1 and not any(i == session_id for i, _ in found):
         raise AmbiguousId(session_id, found)
     return paths.resolve(session_id)
-
-
-def candidates(prefix):
-    """(id, path) of the sessions an id prefix names: this directory's, else every directory's."""
-    from pantolib import paths
-
-    if not prefix or "/" in prefix or ".." in prefix or "\0" in prefix or os.path.exists(prefix):
-        return []
-    here = paths.session_dir(os.getcwd())
-    found = paths._matching(here, prefix)
-    return found or [f for d in paths.all_dirs() if d != here for f in paths._matching(d, prefix)]
 
 
 class AmbiguousId(Exception):

@@ -36,7 +36,8 @@ Options:
                         (a compaction entry) instead of a reply; INSTRUCTIONS are sent with it.
   --keep N              Prompts --compact keeps unsummarized [default: 2].
   --timeout SECONDS     Fail when the server sends nothing for this long [default: 120].
-  --retries N           Retries after a 429 or 5xx response, 0 for none [default: 3].
+  --retries N           Retries after a 408, 409, 429, 500, 502-504, 520, 522, 524
+                        or 529 response, 0 for none [default: 3].
   -h, --help            Show this help.
   --version             Show the version.
 """
@@ -50,15 +51,16 @@ FINISH_WAIT = 2.0         # seconds an exit waits for the network thread's impor
 
 @cli.command(NAME)
 def main(argv=None):
-    # SIGINT stays blocked (the launcher blocked it first) until the input and
-    # the prompt are passed on: a Ctrl-C meanwhile waits, and then ends the
-    # command without a request (see pantolib/launch.py).
-    from pantolib import launch
+    # SIGINT, SIGTERM and SIGHUP stay blocked (the launcher blocked them
+    # first) until the input and the prompt are passed on: one that comes
+    # meanwhile waits, and then ends the command without a request (HOLD in
+    # pantolib/signals.py).
+    from pantolib import signals
 
-    launch.hold_sigint()
+    signals.hold()
     args = cli.parse(__doc__, argv)
     if args["--compact"] or args["--models"]:
-        launch.release_sigint(drop=False)
+        signals.release(drop=False)
     if args["--compact"]:
         from pantolib import summarize
 
@@ -66,13 +68,13 @@ def main(argv=None):
     opts = turn.check(args)
     if args["--models"]:
         return _models(opts)
-    # A Ctrl-C inside an import can crash the interpreter (`import orjson`) or,
+    # A signal inside an import can crash the interpreter (`import orjson`) or,
     # while the network thread imports too, leave a module lock taken for good
-    # (a hang): every import of this command happens with SIGINT held.
-    with turn.sigint_held():
+    # (a hang): every import of this command happens with the signals held.
+    with signals.held():
         from pantolib import conversation, entries, providers, secrets, stream  # noqa: F401
 
-        net = None if launch.sigint_pending() else _Network()  # the network code loads while the input is read
+        net = None if signals.pending() else _Network()  # the network code loads while the input is read
     prompt = args["PROMPT"]
     if args["--file"] is not None:
         with open(args["--file"], encoding="utf-8") as f:
@@ -89,7 +91,7 @@ def main(argv=None):
         attached = mentions.blocks(args["--attach"])
     session, out_lines, taken, unstamped = turn.read_input(args["--system"], not args["--no-context-files"], known=True)
     out = cli.stdout()
-    with turn.sigint_held():    # configure imports the wire module
+    with signals.held():    # configure imports the wire module
         provider, options, key_var, keys = turn.configure(opts, session, out, out_lines, unstamped)
     if net is not None:
         net.prepare(options.base_url)
@@ -98,12 +100,13 @@ def main(argv=None):
         user = turn.add_prompt(session, out_lines, prompt, taken, provider, options, keys, attached)
     state = {"network": net} if net is not None else {}  # and the reply's accumulator, once it streams
     try:
-        turn.write_input(out, out_lines)  # downstream before anything can go wrong on the network
+        if not turn.write_input(out, out_lines):  # downstream before anything can go wrong on the network
+            raise turn.not_kept()
         del out_lines
-        if launch.release_sigint():
+        if signals.release():
             cli.warn(NAME, "interrupted before the request (the input"
                            f"{' and the prompt are' if user is not None else ' is'} passed on)")
-            return cli.INTERRUPTED
+            return signals.status()
         return turn.run(args, session, provider, options, key_var, opts, keys, taken, out, state)
     except KeyboardInterrupt:
         return turn.aborted(state.get("acc"), session, taken, provider, options, keys, out)
@@ -117,22 +120,20 @@ class _Network:
     """pantolib.http (httpx: ~100 ms) imported in a thread while the main
     thread reads the input, and, once the base URL is known to be https, the
     CA certificates read there too (the GIL is released meanwhile). join()
-    before the first request. The thread never takes SIGINT (the main thread
+    before the first request. The thread never takes a signal (the main thread
     does, and handles it as always) and never reports: an import that fails
     there fails again in the main thread, which says so in one line."""
 
     def __init__(self):
-        import signal
         import threading
+
+        from pantolib import signals
 
         self._url = None
         self._known = threading.Event()
         self._thread = threading.Thread(target=self._run, name="panto-send network", daemon=True)
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])   # inherited by the thread
-        try:
+        with signals.held():    # the mask is inherited by the thread, for good
             self._thread.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         # an early exit (bad input, a usage error) must not finalize the interpreter
         # while the thread is inside an import: that crashes it (SIGSEGV) now and then.
         # Bounded: a Ctrl-C inside an import of the main thread can leave the import

@@ -40,14 +40,12 @@ NAME = "panto-tool"
 
 @cli.command(NAME)
 def main(argv=None):
-    import signal
+    from pantolib import signals
 
-    from pantolib import launch
-
-    # Ctrl-C at the question or during a call is handled, even when started
-    # with SIGINT ignored; until the input is passed on it is held (run()).
-    launch.hold_sigint()
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Ctrl-C, SIGTERM and SIGHUP at the question or during a call stop it,
+    # its result written; until the input is passed on they are held (run(),
+    # HOLD in pantolib/signals.py).
+    signals.hold()
     args = cli.parse(__doc__, argv)
     from pantolib.errors import UsageError
 
@@ -127,7 +125,7 @@ def granted_channel(fd_text):
 
 
 def run(yes, timeout, live, rules=None, report=None):
-    from pantolib import launch, stream
+    from pantolib import signals, stream
     from pantolib.conversation import Session
     from pantolib.tools import runner
 
@@ -135,10 +133,10 @@ def run(yes, timeout, live, rules=None, report=None):
     session = Session.read(cli.stdin())
     out.writelines(line.raw for line in session.lines)
     out.flush()   # downstream persists the calls before any of them runs
-    if launch.release_sigint():     # Ctrl-C before any call started: none is run
+    if signals.release():     # a signal before any call started: none is run
         if session.unanswered_tool_uses():
             cli.warn(NAME, "interrupted before the calls ran (none was run)")
-        return cli.INTERRUPTED
+        return signals.status()
     cwd = os.getcwd()
     approver = runner.Approver(yes=yes, rules=rules, report=report)
     try:
@@ -148,11 +146,12 @@ def run(yes, timeout, live, rules=None, report=None):
         approver.close()
     if entry is None:
         return cli.OK
+    signals.finish()    # every call has its result: they are written whatever comes
     out.write(stream.dumps(entry))
     out.flush()
     if approver.no_tty and not yes:
         cli.warn(NAME, "calls that need confirmation were declined: no terminal (use --yes to allow them)")
     if interrupted:
         cli.warn(NAME, "interrupted (the results so far are passed on)")
-        return cli.INTERRUPTED
+        return signals.status()
     return cli.OK

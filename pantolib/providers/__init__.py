@@ -364,12 +364,6 @@ def refused_fields(err, names):
     return found
 
 
-def refused_field(err, fields):
-    """The first of `fields` that a 400/422 error's message names, or None."""
-    found = refused_fields(err, {f: (f,) for f in fields})
-    return next(iter(found), None)
-
-
 def refusal_note(parts):
     """The one note of one retry: what each refused field became."""
     return "the server refused " + "; ".join(parts) if parts else None

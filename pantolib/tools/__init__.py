@@ -77,9 +77,10 @@ def check(name, input_text):
 def run(name, input_text, cwd=None, timeout=None, env=None):
     """Run one tool call: (content_text, is_error, extension fields of its
     result block). Never raises for a bad call."""
-    from pantolib.tools.common import CAP, ToolError, cap_text, redact, secrets
+    from pantolib.secrets import env_keys
+    from pantolib.tools.common import CAP, ToolError, cap_text, redact
 
-    keys = secrets(env)
+    keys = env_keys(env)
     cwd = os.getcwd() if cwd is None else cwd
     args, problem = check(name, input_text)
     fields = {}

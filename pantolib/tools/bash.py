@@ -64,10 +64,9 @@ def run(args, cwd, timeout=None):
     out = _Output()
     sel = selectors.DefaultSelector()
     started = time.monotonic()
-    proc, previous, hit = _start(command, cwd)
+    proc, hit = _start(command, cwd)
     try:
-        signal.signal(signal.SIGINT, previous)
-        if hit and previous is not signal.SIG_IGN:
+        if hit:
             raise KeyboardInterrupt
         timed_out = _collect(proc, sel, out, started + limit)
     except KeyboardInterrupt:
@@ -115,23 +114,20 @@ class _Output:
 
 
 def _start(command, cwd):
-    """(process, SIGINT handler to put back, Ctrl-Cs): the command started
-    in a process group of its own. A Ctrl-C while it starts is only noted:
-    the caller puts the handler back once it can stop the process like any
-    other, so it is never left running."""
+    """(process, signals): the command started in a process group of its
+    own. A signal while it starts (Ctrl-C, SIGTERM, SIGHUP) is only noted:
+    the caller stops the process like any other, so it is never left running."""
+    from pantolib import signals
+
     shell = shutil.which("bash") or "/bin/sh"
     hit = []
-    previous = signal.signal(signal.SIGINT, lambda *_: hit.append(True))
-    try:
+    with signals.catch(lambda *_: hit.append(True)):
         proc = subprocess.Popen(
             [shell, "-c", command], cwd=cwd, env=without_keys(),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    except BaseException:
-        signal.signal(signal.SIGINT, previous)
-        raise
-    return proc, previous, hit
+    return proc, hit
 
 
 def _collect(proc, sel, out, deadline):
@@ -167,8 +163,10 @@ def _stop(proc, sel, out, started):
     """Ctrl-C: the whole group is sent SIGINT (as a terminal would send it;
     the caller's SIGKILL follows STOP_GRACE later), what it prints meanwhile
     is kept, and the Interrupted to raise is returned. A second Ctrl-C must
-    not cut this short."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    not cut this short, nor a SIGTERM or SIGHUP."""
+    from pantolib import signals
+
+    signals.finish()
     seconds = time.monotonic() - started
     _kill_group(proc, signal.SIGINT)
     if not sel.get_map():   # it came before the output was read: what it printed is kept all the same

@@ -18,13 +18,6 @@ class ToolError(Exception):
     """A call that failed in a way the model can act on: becomes an isError result."""
 
 
-def secrets(env=None):
-    """The secret values of the key variables in the environment, longest first."""
-    from pantolib.secrets import env_keys
-
-    return env_keys(env)
-
-
 def without_keys(env=None):
     """The environment for a command: no key variables, and not the path of
     PANTO_ALLOW_FILE (a command is not told where rules are kept)."""
@@ -74,20 +67,12 @@ def open_regular(path, shown):
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"'{shown}' is not a regular file ({kind(st.st_mode)}): it was not opened")
+            raise ToolError(f"'{shown}' is not a regular file ({files.kind(st.st_mode)}): it was not opened")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
     return fd
-
-
-def kind(mode):
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a plain file"
 
 
 def read_regular(path, shown, cap):
@@ -123,7 +108,7 @@ def replace_file(path, data, shown):
     except FileNotFoundError:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"'{shown}' is not a regular file ({kind(st.st_mode)}): it was left alone")
+        raise ToolError(f"'{shown}' is not a regular file ({files.kind(st.st_mode)}): it was left alone")
     if st is not None:
         mode = stat.S_IMODE(st.st_mode)
     else:

@@ -19,7 +19,8 @@ import signal
 from pantolib import files, permissions, terminal
 from pantolib.terminal import PASTE_OFF, PASTE_ON
 from pantolib.tools import show
-from pantolib.tools.common import outside, redact, resolve, secrets
+from pantolib.secrets import env_keys
+from pantolib.tools.common import outside, redact, resolve
 
 YES, NO, ALWAYS, VIEW, INTERRUPT = "y", "n", "a", "v", "\x03"
 
@@ -54,15 +55,10 @@ class Terminal:
 
     def ask(self, question, choices):
         """One key among choices (or NO), pressed after the question appeared.
-        Ctrl-C (or SIGTERM/SIGHUP) raises KeyboardInterrupt, the mode restored."""
-        handlers, old = {}, None
-
-        def stop(signum, frame):
-            raise KeyboardInterrupt
-
+        Ctrl-C (or SIGTERM/SIGHUP: pantolib/signals.py) raises
+        KeyboardInterrupt, the mode restored."""
+        old = None
         try:
-            for sig in (signal.SIGTERM, signal.SIGHUP):
-                handlers[sig] = signal.signal(sig, stop)
             old = terminal.keys_mode(self.fd, flush=True)     # type-ahead never answers
             self.write(PASTE_ON + question)
             return self._key(terminal.Keys(self.fd), choices)
@@ -73,8 +69,6 @@ class Terminal:
                 pass
             if old is not None:
                 terminal.restore_mode(self.fd, old, drain=True)
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
 
     def _key(self, keys, choices):
         told = set()
@@ -199,7 +193,7 @@ class Approver:
             hint = f"a rule such as '{offer.text}' in the user's allow file, or" if offer else "only"
             return False, (f"not run: {what} and there is no terminal to ask "
                            f"(the user can allow it with {hint} panto-tool --yes)"), False
-        keys = secrets()
+        keys = env_keys()
         rows, whole, hidden = self._shown(use, args, cwd, tty.styled)
         question = redact(self._text(name, rows, offer, why, where, hidden, tty.styled), keys)
         choices = (YES, NO) + ((ALWAYS,) if offer else ()) + ((VIEW,) if hidden else ())

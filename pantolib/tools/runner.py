@@ -27,12 +27,12 @@ class Display:
 
     def __init__(self, on, cwd=None, env=None):
         from pantolib import terminal
-        from pantolib.tools.common import secrets
+        from pantolib.secrets import env_keys
 
         self.on = on
         self.cwd = cwd
         self.style = show.Style(on and terminal.styled(sys.stderr, env))
-        self.keys = secrets(env) if on else []
+        self.keys = env_keys(env) if on else []
 
     def _write(self, rows):
         if self.on and rows:
@@ -114,13 +114,15 @@ def _one(use, approver, display, cwd, timeout, fields):
         display.after(use, args, content, err, asked)
         return content, err, False
     except KeyboardInterrupt as e:
-        import signal
+        from pantolib import signals
 
-        signal.signal(signal.SIGINT, signal.SIG_IGN)     # the results are written whatever comes next
+        signals.finish()     # the results are written whatever comes next
         if done is not None:    # it had finished: its own result
             return done[0], done[1], True
         if started is None:     # at its question (or deciding), or just before it started
-            return (DECLINED if asked is None else "not run: Ctrl-C came before it started"), True, True
+            if asked is None and signals.cause() == "Ctrl-C":
+                return DECLINED, True, True
+            return f"not run: {signals.cause()} came before it started", True, True
         content = interrupted(e, time.monotonic() - started)
         try:
             display.after(use, args, content, True, asked)
@@ -133,13 +135,16 @@ DECLINED = "not run: declined (Ctrl-C at the confirmation)"
 
 
 def interrupted(e, seconds):
-    """The result of a call stopped by Ctrl-C: `interrupted after N s`, then
+    """The result of a call stopped by Ctrl-C (SIGTERM, SIGHUP): `interrupted after N s`, then
     what it printed so far (capped, keys hidden)."""
-    from pantolib.tools.common import CAP, cap_text, redact, secrets
+    from pantolib.secrets import env_keys
+    from pantolib.tools.common import CAP, cap_text, redact
 
     seconds = getattr(e, "seconds", seconds)
     output = getattr(e, "output", None)
-    text = f"interrupted after {seconds:.1f} s (Ctrl-C: the call was stopped)"
+    from pantolib import signals
+
+    text = f"interrupted after {seconds:.1f} s ({signals.cause()}: the call was stopped)"
     if output:
-        text += "\n" + redact(cap_text(output, CAP + 1024), secrets())
+        text += "\n" + redact(cap_text(output, CAP + 1024), env_keys())
     return text

@@ -17,7 +17,7 @@ offsets, updated after each file's sync.
 """
 import os
 
-from pantolib import agents, cache, paths
+from pantolib import agents, paths, persist
 from pantolib.errors import PantoError
 
 VERSION = 1
@@ -41,50 +41,41 @@ def _record_path(source, env=None):
 
 def load(source, env=None):
     """The record remembered for a source (a dict), or None."""
-    data = cache.load(_record_path(source, env), VERSION)
+    data = persist.load(_record_path(source, env), _RECORD)
     return data if type(data) is dict and data.get("source") == source else None
 
 
 def save(source, record, env=None):
     """Remember a source's record (JSON-able), atomically, 0600 in 0700."""
-    return cache.save(_record_path(source, env), VERSION, dict(record, source=source))
+    return persist.save(_record_path(source, env), _RECORD, dict(record, source=source))
 
 
 def _index_path(env=None):
     return os.path.join(_dir(env), "index.marshal")
 
 
-_INDEX = b"panto-import-index"
+_INDEX, _RECORD = "import-index", "import-offsets"
 
 
 def load_index(env=None):
     """{source: identity} of the last run: one file, read without orjson (a
     run where nothing changed reads it, lists and stats the sources, and
-    stops). marshal's format 0 with a CRC-32; anything else reads as empty."""
+    stops). marshal's format 0 in persist's one private, checksummed format
+    (keyed by the installed code); anything else reads as empty."""
     import marshal
-    import zlib
 
+    body = persist.read(_index_path(env), _INDEX)
     try:
-        with open(_index_path(env), "rb") as f:
-            head = f.readline(100).split()
-            if len(head) != 4 or head[0] != _INDEX or head[1] != b"%d" % VERSION:
-                return {}
-            body = f.read()
-        if len(body) != int(head[3]) or zlib.crc32(body) != int(head[2]):
-            return {}
-        data = marshal.loads(body)
-    except (OSError, ValueError, EOFError, TypeError):
+        data = marshal.loads(body) if body is not None else None
+    except (ValueError, EOFError, TypeError):
         return {}
     return data if type(data) is dict else {}
 
 
 def save_index(index, env=None):
     import marshal
-    import zlib
 
-    body = marshal.dumps(index, 0)
-    return cache.write_private(_index_path(env), b"%s %d %d %d\n" % (_INDEX, VERSION, zlib.crc32(body),
-                                                                      len(body)), body)
+    return persist.write(_index_path(env), _INDEX, marshal.dumps(index, 0))
 
 
 def _file_of(source):
@@ -95,7 +86,7 @@ def _file_of(source):
 
 
 def identity(st):
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return tuple(persist.ident(st))
 
 
 def _crc_before(path, end):
@@ -362,7 +353,7 @@ def everything(names, dry_run, verbose, warn, env=None):
                     st = stat(source if "#" not in source else _file_of(source))
                 except OSError:
                     continue
-                ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+                ident = identity(st)
                 if get(source) == ident:
                     index[source] = ident
                     same += 1

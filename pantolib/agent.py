@@ -312,13 +312,8 @@ class Agent:
     def request(self, prompt):
         """One request to the model (prompt None: the conversation as it is); its Outcome."""
         prompt_file = _write_prompt(prompt) if prompt is not None else None
-        attach = ()
-        if prompt is not None:    # the files it mentions (@PATH) go with it
-            from pantolib import mentions
-
-            attach = mentions.attach(prompt, lambda why: self.say(terminal.visible_line(why), YELLOW))
         try:
-            t = self.step(self.plumbing.source() + [self.plumbing.send(prompt_file, attach), self.plumbing.sink()])
+            t = self.step(self.plumbing.source() + [self.plumbing.send(prompt_file), self.plumbing.sink()])
         finally:
             if prompt_file:
                 os.unlink(prompt_file)

@@ -152,23 +152,15 @@ class LineEditor:
         self._draw(first=True)
 
     def _tab(self):
-        """Tab: completes a /command being typed, or the path of an @mention
-        before the cursor (mentions.complete), else is a character."""
-        from pantolib import mentions
-
+        """Tab: completes a /command being typed, else is a character."""
         text = self.line.text
-        path = mentions.complete(text[:self.line.pos])
-        if path is not None:
-            head, shown = path
-            self.line.text, self.line.pos = head + text[self.line.pos:], len(head)
-        elif not (self.words and text.startswith("/") and self.line.pos == len(text)
-                  and not any(c.isspace() for c in text)):
+        if not (self.words and text.startswith("/") and self.line.pos == len(text)
+                and not any(c.isspace() for c in text)):
             self.line.insert("\t")
             self._edited()
             return
-        else:
-            text, shown = self._complete_word(text)
-            self.line.text, self.line.pos = text, len(text)
+        text, shown = self._complete_word(text)
+        self.line.text, self.line.pos = text, len(text)
         if shown:       # the choices, on a line of their own; the prompt below them
             self._finish()
             self._write(shown + "\r\n")

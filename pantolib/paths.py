@@ -42,11 +42,6 @@ def session_path(header, env=None):
     return os.path.join(session_dir(cwd, env), sid + SUFFIX)
 
 
-def data_dir(env=None):
-    """$XDG_DATA_HOME/panto: what panto keeps for people (the undo store, undo.py)."""
-    return _xdg(env, "XDG_DATA_HOME", (".local", "share"))
-
-
 def cache_dir(env=None):
     return _xdg(env, "XDG_CACHE_HOME", (".cache",))
 

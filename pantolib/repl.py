@@ -66,12 +66,9 @@ class Repl:
                 break
         for e in entries[start:]:
             m = e["message"]
-            texts = [b for b in m["content"] if b.get("type") == "text"]
             for b in m["content"]:
                 t = b.get("type")
-                if t == "text" and m["role"] == "user" and b is not texts[-1]:    # an attached file (@PATH)
-                    self.say("  " + terminal.visible_line(b["text"].split("\n")[0][:200]), DIM)
-                elif t == "text" and m["role"] == "user":
+                if t == "text" and m["role"] == "user":
                     self.say("> " + terminal.visible(b["text"]), BOLD)
                 elif t == "text" and m["role"] == "assistant":
                     md = self.screen.markdown()

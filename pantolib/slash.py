@@ -30,7 +30,7 @@ commands:
   /help                   this help
   /quit                   leave (Ctrl-D does too)
 keys: Enter sends; a line ending in \\ goes on on the next line; a paste is one prompt;
-Tab completes a /command or an @path; Up/Down history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end;
+Tab completes a /command; Up/Down history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end;
 Ctrl-W word back;
 Ctrl-C cancels the running request or tool (at the prompt: clears the line).\
 """
@@ -246,8 +246,7 @@ class Commands:
         self.agent.tool_rounds(self.agent.request(None))
 
     def do_rewind(self, arg):
-        session = self._whole_session()
-        found = user_prompts(session) if session else []
+        found = self.prompts()
         if not found:
             self.say("no prompts to go back to")
             return
@@ -263,12 +262,6 @@ class Commands:
         self.screen.prefill = text
         self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
         self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
-        from pantolib import undo
-
-        path = session.message_entries()
-        after = path[next(i for i, e in enumerate(path) if e["id"] == entry["id"]):]
-        undo.offer(after, lambda text, dim: self.say(text, DIM if dim else ""), self.screen.ask_line,
-                   terminal.visible_line, self.settings.env)
 
     def _choose(self, found, arg):
         """The (entry, text) of found that arg names (a number or an id prefix),
@@ -293,9 +286,9 @@ class Commands:
         self.say(f"no prompt '{terminal.visible_line(arg)}' (see /rewind)", RED)
         return None
 
-    def _whole_session(self):
-        """The session, read from the file when the turns' stream leaves out
-        what came before a compaction."""
+    def prompts(self):
+        """The user prompts on the active path (user_prompts), read from the
+        file when the turns' stream leaves out what came before a compaction."""
         from pantolib import stream
 
         session = self.state.session
@@ -305,7 +298,7 @@ class Commands:
                 session = read_session(data) if statuses == [0] else session
             except PantoError:
                 pass    # the partial path still names the prompts since the compaction
-        return session
+        return user_prompts(session) if session else []
 
 
 def user_prompts(session):

@@ -81,14 +81,6 @@ def header(h):
     return out
 
 
-def changed(c):
-    """A file a tool changed (the result's `change`, undo.py), with the digests to undo it."""
-    def short(sha):
-        return sha[:12] if isinstance(sha, str) else "absent"
-
-    return f"*changed `{c.get('path')}`: {short(c.get('before'))} → {short(c.get('after'))}*\n"
-
-
 def _blocks(content):
     out = []
     for block in content:
@@ -106,8 +98,6 @@ def _blocks(content):
             shown, note = cut(block["content"])
             what = "tool error" if block.get("isError") else "tool result"
             out.append(f"*{what} ({block['toolUseId']}):*\n" + fence(shown) + (note + "\n" if note else ""))
-            if isinstance(block.get("change"), dict):
-                out.append(changed(block["change"]))
         elif t == "image":
             from pantolib.entries import image_text
 

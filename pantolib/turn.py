@@ -200,13 +200,12 @@ def configure(opts, session, out, out_lines, unstamped):
     return provider, options, key_var, keys
 
 
-def add_prompt(session, out_lines, prompt, taken, provider, options, keys, attached=()):
+def add_prompt(session, out_lines, prompt, taken, provider, options, keys):
     """The user entry of `prompt` (after a "not run" result for each tool use
-    left unanswered, and the blocks of the files attached: the prompt's own
-    text comes last), added to the session and to the lines to pass on."""
+    left unanswered), added to the session and to the lines to pass on."""
     from pantolib import entries, providers, secrets, stream
 
-    content = providers.not_run(session.unanswered_tool_uses()) + [*attached, entries.text(prompt)]
+    content = providers.not_run(session.unanswered_tool_uses()) + [entries.text(prompt)]
     user = entries.make_message("user", content, session.leaf, taken, provider=provider,
                                 model=options.model, api=options.api)
     raw = secrets.redact_bytes(stream.dumps(user), keys)

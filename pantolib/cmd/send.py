@@ -1,7 +1,7 @@
 """Send the conversation on stdin to a model and add its reply to the stream.
 
 Usage:
-  panto-send [options] [--attach=FILE]... [PROMPT]
+  panto-send [options] [PROMPT]
   panto-send --models [options]
   panto-send --compact [--keep N] [options] [INSTRUCTIONS]
   panto-send -h | --help
@@ -22,8 +22,6 @@ Options:
   --no-context-files    Leave the project's instructions (AGENTS.md, CLAUDE.md) out
                         of a new session's system prompt.
   -f, --file FILE       Read the prompt from FILE.
-  --attach=FILE         Attach FILE to the prompt: an image (PNG, JPEG, GIF, WebP) as
-                        an image block, text under a line naming it (see panto(1)).
   --tools               Offer the built-in tools (bash, read, write, edit).
   --max-tokens N        Most tokens the reply may use.
   --reasoning LEVEL     off, none, minimal, low, medium, high, xhigh or max
@@ -80,15 +78,6 @@ def main(argv=None):
         with open(args["--file"], encoding="utf-8") as f:
             prompt = f.read()
 
-    attached = []
-    if args["--attach"]:
-        from pantolib import mentions
-
-        if prompt is None:
-            from pantolib.errors import UsageError
-
-            raise UsageError("--attach goes with a PROMPT or -f FILE")
-        attached = mentions.blocks(args["--attach"])
     session, out_lines, taken, unstamped = turn.read_input(args["--system"], not args["--no-context-files"], known=True)
     out = cli.stdout()
     with signals.held():    # configure imports the wire module
@@ -97,7 +86,7 @@ def main(argv=None):
         net.prepare(options.base_url)
     user = None
     if prompt is not None:
-        user = turn.add_prompt(session, out_lines, prompt, taken, provider, options, keys, attached)
+        user = turn.add_prompt(session, out_lines, prompt, taken, provider, options, keys)
     state = {"network": net} if net is not None else {}  # and the reply's accumulator, once it streams
     try:
         if not turn.write_input(out, out_lines):  # downstream before anything can go wrong on the network

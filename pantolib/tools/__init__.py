@@ -2,8 +2,7 @@
 
 `schemas()` lists them as {"name", "description", "parameters"} (a JSON
 schema); `run(name, input_json_text)` runs one call and returns
-(content, is_error, fields): fields are the result block's extension
-fields (`change`, written by write and edit: undo.py). A call never raises: bad arguments, unknown tools and
+(content, is_error). A call never raises: bad arguments, unknown tools and
 failures become error results, and every result is capped at 50 KB and has
 the environment's API keys redacted.
 """
@@ -75,21 +74,18 @@ def check(name, input_text):
 
 
 def run(name, input_text, cwd=None, timeout=None, env=None):
-    """Run one tool call: (content_text, is_error, extension fields of its
-    result block). Never raises for a bad call."""
+    """Run one tool call: (content_text, is_error). Never raises for a bad call."""
     from pantolib.secrets import env_keys
     from pantolib.tools.common import CAP, ToolError, cap_text, redact
 
     keys = env_keys(env)
     cwd = os.getcwd() if cwd is None else cwd
     args, problem = check(name, input_text)
-    fields = {}
     if problem:
         content, err = problem, True
     else:
         try:
-            content, err, *more = _module(name).run(args, cwd, timeout=timeout)
-            fields = more[0] if more else {}
+            content, err = _module(name).run(args, cwd, timeout=timeout)
         except (ToolError, ValueError) as e:   # ValueError: a NUL in a path
             content, err = str(e), True
         except OSError as e:
@@ -100,4 +96,4 @@ def run(name, input_text, cwd=None, timeout=None, env=None):
         except Exception as e:  # a bug in a tool must not lose the session
             content, err = f"internal error in tool '{name}': {type(e).__name__}: {e}", True
     # tools cap their own output (with a note); this is the backstop for the rest
-    return redact(cap_text(content, CAP + 1024), keys), err, fields
+    return redact(cap_text(content, CAP + 1024), keys), err

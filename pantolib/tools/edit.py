@@ -59,16 +59,10 @@ def run(args, cwd, timeout=None):
         raise ToolError(f"'old_text' occurs {count} times in '{name}' (at lines {', '.join(at)}); "
                         "include more surrounding text so that it matches exactly once")
     result = text[:first] + new + text[first + len(old):]
-    from pantolib import undo
-    from pantolib.tools.write import keep_before
-
-    data = result.encode("utf-8", "surrogateescape")
-    real, before = keep_before(path, name)
-    replace_file(path, data, name)
-    change = undo.change(real, before, data)
+    replace_file(path, result.encode("utf-8", "surrogateescape"), name)
     start = line_of(text, first)
     if not new:
-        return f"edited '{name}': removed the text at line {start}", False, change
+        return f"edited '{name}': removed the text at line {start}", False
     end = span(start, new)
     where = f"line {start}" if end == start else f"lines {start}-{end}"
-    return f"edited '{name}': replaced 1 occurrence at line {start} (the new text is now {where})", False, change
+    return f"edited '{name}': replaced 1 occurrence at line {start} (the new text is now {where})", False

@@ -74,15 +74,13 @@ def answer(session, approver, display, cwd=None, timeout=None):
         return None, False
     blocks, interrupted = [], False
     for use in uses:
-        fields = {}
         if interrupted:
             content, err = "not run: the user interrupted the previous tool call (Ctrl-C)", True
         else:
-            content, err, interrupted = _one(use, approver, display, cwd, timeout, fields)
+            content, err, interrupted = _one(use, approver, display, cwd, timeout)
         block = {"type": "toolResult", "toolUseId": use["id"], "content": content}
         if err:
             block["isError"] = True
-        block.update(fields)    # what write and edit changed (undo.py)
         blocks.append(block)
     stamp = session.active_model()
     if stamp is None:
@@ -93,8 +91,8 @@ def answer(session, approver, display, cwd=None, timeout=None):
     return entry, interrupted
 
 
-def _one(use, approver, display, cwd, timeout, fields):
-    """(content, is_error, interrupted) for one call; its result's extension fields put in `fields`."""
+def _one(use, approver, display, cwd, timeout):
+    """(content, is_error, interrupted) for one call."""
     name = use.get("name", "")
     args, problem = tools.check(name, use.get("input"))
     if problem:   # nothing to confirm: it cannot run
@@ -108,9 +106,7 @@ def _one(use, approver, display, cwd, timeout, fields):
             return why, True, False
         display.before(use, args, asked)
         started = time.monotonic()
-        content, err, more = tools.run(name, use.get("input"), cwd=cwd, timeout=timeout)
-        done = content, err
-        fields.update(more)
+        content, err = done = tools.run(name, use.get("input"), cwd=cwd, timeout=timeout)
         display.after(use, args, content, err, asked)
         return content, err, False
     except KeyboardInterrupt as e:

@@ -37,22 +37,7 @@ def run(args, cwd, timeout=None):
             os.makedirs(parent, exist_ok=True)
         except OSError as e:
             raise ToolError(f"cannot create the directory of '{shown}': {e.strerror or e}") from None
-    real, before = keep_before(path, shown)
     existed = replace_file(path, data, shown)
     what = "replaced" if existed else "created"
     extra = f" (and its directory '{os.path.dirname(shown)}')" if made and os.path.dirname(shown) else ""
-    from pantolib import undo
-
-    return f"{what} '{shown}'{extra}: {len(data)} bytes", False, undo.change(real, before, data)
-
-
-def keep_before(path, shown):
-    """The file's content kept for undo (undo.before): ToolError, and the
-    file left alone, when it cannot be kept."""
-    from pantolib import undo
-    from pantolib.errors import PantoError
-
-    try:
-        return undo.before(path)
-    except (PantoError, OSError) as e:
-        raise ToolError(f"'{shown}' was left as it was: {e}") from None
+    return f"{what} '{shown}'{extra}: {len(data)} bytes", False

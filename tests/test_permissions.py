@@ -318,7 +318,7 @@ def test_always_in_the_repl_lasts_the_run_and_nothing_else(isolated, srv, env, t
     t.expect("> ")
     t.line("look around")
     t.expect("[a]lways for 'git status' in this run")
-    t.send("a")
+    t.send("A")
     t.expect("allow bash? [y]es [n]o [a]lways for 'touch pwned' in this run")   # git status -s and both cp ran unasked
     t.send("n")
     t.expect("allow bash? [y]es [n]o [a]lways for 'git push' in this run")

@@ -378,7 +378,7 @@ def test_always_adds_the_rule_the_question_names_for_this_run(isolated, tmp_path
                        ("bash", {"command": "ls `rm -rf x`"}))
     t = Term(data, env=env)
     t.expect(b"[a]lways for 'ls' in this run")
-    t.send(b"a")
+    t.send(b"A")
     for n in (2, 3, 4):              # ls -a is not asked; the other three are, with no "always"
         t.expect(QUESTION, n)
         t.send(b"n")
@@ -401,7 +401,7 @@ def test_always_on_write_covers_the_working_directory_only(isolated):
                        ("write", {"path": "../out.txt", "content": "o"}))
     t = Term(data)
     t.expect(b"[a]lways for 'write' in this run")
-    t.send(b"a")
+    t.send(b"A")
     t.expect(b"allow write outside the working directory? [y]es [n]o \x1b")   # no "always" there
     t.send(b"n")
     code, out, err = t.finish()

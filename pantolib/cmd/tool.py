@@ -11,8 +11,9 @@ Reads a panto stream, passes it through unchanged, runs the tool uses of the
 leaf assistant entry that have no result yet (in the working directory) and
 appends one user entry with a toolResult per use. bash, write and edit (and
 read outside the working directory) ask on the terminal, one key: y(es),
-n(o), a(lways: the rule the question names, for this run) or v(iew all of a
-write or edit the question cuts), unless a rule allows the call. Rules come
+n(o), a then Enter or A (always: the rule the question names, for this run)
+or v(iew all of a write or edit the question cuts), unless a rule allows the
+call. Rules come
 from the user's $XDG_CONFIG_HOME/panto/allow, PANTO_ALLOW_FILE and --rule.
 
 Options:
@@ -140,7 +141,9 @@ def run(yes, timeout, live, rules=None, report=None):
             cli.warn(NAME, "interrupted before the calls ran (none was run)")
         return cli.INTERRUPTED
     cwd = os.getcwd()
-    approver = runner.Approver(yes=yes, rules=rules, report=report)
+    # the questions follow the calls' display in order when it is on a terminal
+    ask_on = 2 if live and os.isatty(2) else None
+    approver = runner.Approver(yes=yes, rules=rules, report=report, out=ask_on)
     try:
         entry, interrupted = runner.answer(session, approver, runner.Display(live, cwd),
                                            cwd=cwd, timeout=timeout)

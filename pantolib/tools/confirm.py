@@ -6,6 +6,12 @@ one key in cbreak mode (no Enter), and text that arrives as a paste
 (bracketed paste, or several keys in one read) never answers it. The
 terminal's mode is restored however the question ends, Ctrl-C included.
 
+The question is written where the calls are shown (stderr) when that is a
+terminal, so it never comes before the output of the call before it; a
+key that answers nothing is ignored and the answers are shown again.
+"Always" takes a second step (`a`, then Enter; a capital `A` at once), so
+a person typing a new prompt at a question never grants a rule.
+
 "Always" adds this run's rule the question names (`[a]lways for 'git
 status' in this run`), kept in memory and, when panto started this
 panto-tool, reported to it on the channel it passed (--granted-fd), never in
@@ -25,14 +31,20 @@ YES, NO, ALWAYS, VIEW, INTERRUPT = "y", "n", "a", "v", "\x03"
 
 
 class Terminal:
-    """The person's terminal, for questions: /dev/tty, read one key at a time."""
+    """The person's terminal, for questions: /dev/tty, read one key at a time.
 
-    def __init__(self, fd):
+    out: where the questions are written. The calls' display (stderr) when it
+    is a terminal (in panto: a pseudo-terminal panto draws), so that a
+    question can never be drawn before the output of the call before it;
+    else /dev/tty itself."""
+
+    def __init__(self, fd, out=None):
         self.fd = fd
+        self.out = fd if out is None else out
         self.styled = self._styled()
 
     @classmethod
-    def open(cls):
+    def open(cls, out=None):
         import termios
 
         try:
@@ -44,18 +56,21 @@ class Terminal:
         except (termios.error, OSError):
             os.close(fd)
             return None
-        return cls(fd)
+        return cls(fd, out)
 
     def _styled(self):
         return not terminal.no_color() and os.isatty(self.fd)
 
     def write(self, text):
-        files.write_all(self.fd, text.encode("utf-8", "replace"))
+        files.write_all(self.out, text.encode("utf-8", "replace"))
 
-    def ask(self, question, choices):
+    def ask(self, question, choices, again, always=None):
         """One key among choices (or NO), pressed after the question appeared.
-        Ctrl-C (or SIGTERM/SIGHUP) raises KeyboardInterrupt, the mode restored."""
-        handlers, old = {}, None
+        again: the answers, written again after a key that answers nothing.
+        always: the second step of ALWAYS (`a`, then Enter; a capital `A` at
+        once), shown after `a`. Ctrl-C (or SIGTERM/SIGHUP) raises
+        KeyboardInterrupt, the mode restored."""
+        handlers, old, end = {}, None, ""
 
         def stop(signum, frame):
             raise KeyboardInterrupt
@@ -65,10 +80,13 @@ class Terminal:
                 handlers[sig] = signal.signal(sig, stop)
             old = terminal.keys_mode(self.fd, flush=True)     # type-ahead never answers
             self.write(PASTE_ON + question)
-            return self._key(terminal.Keys(self.fd), choices)
+            return self._key(terminal.Keys(self.fd), choices, again, always)
+        except KeyboardInterrupt:
+            end = "\n"     # the question's line ended: what comes next starts a line
+            raise
         finally:
             try:
-                self.write(PASTE_OFF)
+                self.write(PASTE_OFF + end)
             except OSError:
                 pass
             if old is not None:
@@ -76,38 +94,46 @@ class Terminal:
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
 
-    def _key(self, keys, choices):
-        told = set()
+    def _press(self, keys):
+        """One key pressed alone; else why nothing was: "paste" (a paste),
+        "many" (several keys in one read: a paste without brackets), "" (no
+        key press here: cursor keys and the like)."""
+        got = keys.batch()
+        if any(isinstance(k, tuple) for k in got):
+            return "paste"
+        got = [k for k in got if len(k) == 1 or k == "esc"]
+        if len(got) != 1:
+            return "many" if got else ""
+        if got[0] == INTERRUPT:
+            raise KeyboardInterrupt
+        return got[0]
+
+    def _key(self, keys, choices, again, always):
         hint = "/".join(choices)
-
-        def tell(why, text):
-            if why not in told:
-                told.add(why)
-                self.write(f"\n{text} ")
-
+        notes = {"paste": f"(pasted text does not answer: press one key, {hint})",
+                 "many": f"(several keys at once do not answer: press one key, {hint})"}
         while True:
             try:
-                got = keys.batch()
+                pressed = self._press(keys)
+                if pressed == "":
+                    continue
+                if pressed == "A" and ALWAYS in choices:
+                    return ALWAYS
+                key = pressed.lower() if len(pressed) == 1 and pressed.isascii() else pressed
+                if key == ALWAYS and pressed == "a" and ALWAYS in choices:
+                    self.write("\n" + always)
+                    second = self._press(keys)
+                    if second in ("\r", "\n"):
+                        return ALWAYS
+                    pressed = None      # anything else: back to the question
+                elif key in choices:
+                    return key
+                elif key in ("\r", "\n", "esc", "\x04"):
+                    return NO
             except terminal.Edit:     # the terminal went away
                 return None
-            if any(isinstance(k, tuple) for k in got):
-                # said after every paste, so each attempt is seen to fail
-                self.write(f"\n(pasted text does not answer: press one key, {hint}) ")
-                continue
-            got = [k for k in got if len(k) == 1 or k == "esc"]    # cursor keys and the like: no key press here
-            if len(got) > 1:
-                tell("many", f"(several keys at once do not answer: press one key, {hint})")
-                continue
-            if not got:
-                continue
-            key = got[0].lower() if got[0].isascii() else "other"   # any other character: never an answer
-            if key == INTERRUPT:
-                raise KeyboardInterrupt
-            if key in choices:
-                return key
-            if key in ("\r", "\n", "esc", "\x04"):
-                return NO
-            tell("other", f"(press {hint})")
+            # a key that answers nothing: ignored, the answers shown again
+            self.write("\n" + notes.get(pressed, f"(press {hint})") + " " + again)
 
     def page(self, plain, styled):
         """Show a whole text: through $PAGER (plain text), else `less -R`, else
@@ -149,8 +175,9 @@ class Approver:
     """Decides whether a call may run: --yes, a rule, or the person.
     `report(rule)` is told of each rule an "always" answer adds."""
 
-    def __init__(self, yes=False, rules=None, report=None):
+    def __init__(self, yes=False, rules=None, report=None, out=None):
         self.yes = yes
+        self.out = out          # where questions are written (Terminal), None: /dev/tty
         self.rules = rules if rules is not None else permissions.Rules()
         self.report = report
         self.tty = None
@@ -158,7 +185,7 @@ class Approver:
 
     def _terminal(self):
         if self.tty is None and not self.no_tty:
-            self.tty = Terminal.open()
+            self.tty = Terminal.open(self.out)
             self.no_tty = self.tty is None
         return self.tty
 
@@ -201,10 +228,14 @@ class Approver:
                            f"(the user can allow it with {hint} panto-tool --yes)"), False
         keys = secrets()
         rows, whole, hidden = self._shown(use, args, cwd, tty.styled)
-        question = redact(self._text(name, rows, offer, why, where, hidden, tty.styled), keys)
+        shown, again = self._text(name, rows, offer, why, where, hidden, tty.styled)
+        question, again = redact(shown + again, keys), redact(again, keys)
+        style = show.Style(tty.styled)
+        always = offer and style(show.BOLD, f"always for '{show.visible_line(offer.shown)}' in this run? "
+                                 "Enter confirms, another key goes back ")
         choices = (YES, NO) + ((ALWAYS,) if offer else ()) + ((VIEW,) if hidden else ())
         while True:
-            answer = tty.ask(question, choices)
+            answer = tty.ask(question, choices, again, always)
             if answer != VIEW:
                 break
             tty.write("view\n")
@@ -259,6 +290,7 @@ class Approver:
 
     @staticmethod
     def _text(name, rows, offer, why, where, hidden, styled):
+        """(the call's rows, the answers line that ends the question)"""
         style = show.Style(styled)
         rows = list(rows)
         if where is not None:
@@ -270,7 +302,7 @@ class Approver:
             prompt = f"allow {name}? [y]es [n]o [a]lways for '{show.visible_line(offer.shown)}' in this run"
         if hidden:
             prompt += f" [v]iew all ({hidden})"
-        return "\n".join(rows) + "\n" + style(show.BOLD, prompt + " ")
+        return "\n".join(rows) + "\n", style(show.BOLD, prompt + " ")
 
     def close(self):
         if self.tty is not None:

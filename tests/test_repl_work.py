@@ -1,0 +1,127 @@
+"""The agent at work (SPEC §9 "At work"), on a real pseudo-terminal against
+the scripted server: several calls of one reply in order with the question
+last on the screen, no stray key granting a rule, declining with a reason,
+what a write changes, abandoned prompts marked for the model."""
+import json
+
+import pytest
+
+from conftest import repl_env
+
+from sse_server import openai_text, openai_tools
+from repl_term import Term, read_entries, session_files
+
+
+@pytest.fixture
+def env(srv, tmp_path):
+    return repl_env(srv, tmp_path)
+
+
+def bash_calls(*commands):
+    return openai_tools([(f"call_{i}", "bash", json.dumps({"command": c})) for i, c in enumerate(commands)])
+
+
+def tool_results(request):
+    """The tool results a request sent back, by call id."""
+    return {m["tool_call_id"]: m["content"] for m in request.body["messages"] if m["role"] == "tool"}
+
+
+def asking(t):
+    """Whether a question is drawn, on the cursor's row."""
+    vt = t.vt()
+    return "allow bash?" in vt.text()[vt.r] and vt.c > 0
+
+
+def question_is_last(t, question):
+    """The question is the last thing on the screen, the cursor right after it."""
+    vt = t.vt()
+    rows = vt.text()
+    last = max(i for i, r in enumerate(rows) if r)
+    assert question in rows[last], rows[-8:]
+    assert vt.r == last and vt.c == len(rows[last]) + 1, (vt.r, vt.c, rows[-8:])   # after "? "
+    return rows
+
+
+# -- several calls in one reply ---------------------------------------------------------
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_each_call_is_shown_asked_run_and_displayed_before_the_next(isolated, srv, env, attempt):
+    srv.push(bash_calls("echo FIRST-OUT-1; echo FIRST-OUT-2", "echo SECOND-OUT"), openai_text("Both ran."))
+    t = Term([], env)
+    t.expect("> ")
+    t.line("run both")
+    t.expect("allow bash?")
+    t.wait_for(asking, what="the first question")
+    question_is_last(t, "allow bash?")
+    t.send("y")
+    t.expect("allow bash?")
+    t.wait_for(lambda t: "echo SECOND-OUT" in t.screen and asking(t), what="the second question")
+    rows = question_is_last(t, "allow bash?")
+    first_out = max(i for i, r in enumerate(rows) if "FIRST-OUT-2" in r and "echo" not in r)
+    second_call = max(i for i, r in enumerate(rows) if "echo SECOND-OUT" in r)
+    assert first_out < second_call, rows      # the first result before the second call is shown
+    assert not any("SECOND-OUT" in r and "echo" not in r for r in rows)    # not run yet
+    t.send("y")
+    t.expect("Both ran.")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert list(tool_results(srv.requests[1]).values()) == ["FIRST-OUT-1\nFIRST-OUT-2\n", "SECOND-OUT\n"]
+
+
+# -- no stray key grants a rule ---------------------------------------------------------
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_a_prompt_typed_at_a_question_grants_no_rule_and_runs_nothing(isolated, srv, env, attempt):
+    srv.push(bash_calls("echo ONE", "cat notes.txt"), openai_text("Stopped."), openai_text("Fine."))
+    (isolated / "notes.txt").write_text("NOTES\n")
+    t = Term([], env)
+    t.expect("> ")
+    t.line("look")
+    t.expect("allow bash?")
+    t.send("y")
+    t.expect("allow bash? [y]es [n]o [a]lways for 'cat' in this run")
+    for key in "look at this":      # a new prompt, one key at a time: nothing answers
+        t.send(key)
+        t.expect("for 'cat' in this run")  # the answers shown again after each key (after `a`: its second step)
+    question_is_last(t, "[a]lways for 'cat'")
+    t.send("\x03")              # Ctrl-C: declined, the turn cancelled
+    t.expect("> ")
+    t.line("/allowed")
+    t.expect("/allowed")
+    listing = t.expect("> ")
+    assert "this run" not in listing, listing
+    assert t.quit() == 0
+    results = [e for e in read_entries(session_files(isolated)[0]) if e["type"] == "message"
+               and e["message"]["role"] == "user" and e["message"]["content"][0]["type"] == "toolResult"]
+    blocks = results[-1]["message"]["content"]
+    assert blocks[0]["content"] == "ONE\n"
+    assert blocks[1]["isError"] and "NOTES" not in blocks[1]["content"]
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_always_takes_a_then_enter_or_a_capital_a(isolated, srv, env, attempt):
+    srv.push(bash_calls("ls", "ls -a", "cat x.txt", "ls -l"), openai_text("Done."))
+    (isolated / "x.txt").write_text("X\n")
+    t = Term([], env)
+    t.expect("> ")
+    t.line("look")
+    t.expect("[a]lways for 'ls' in this run")
+    t.send("a")
+    t.expect("Enter")               # the second step, named
+    t.send("x")                     # anything but Enter goes back to the question
+    t.expect("[a]lways for 'ls' in this run")
+    t.send("a")
+    t.expect("Enter")
+    t.send("\r")                    # confirmed: ls -a runs unasked
+    t.expect("[a]lways for 'cat' in this run")
+    t.send("A")                     # a capital A is "always" at once
+    t.expect("Done.")
+    t.expect("> ")
+    t.line("/allowed")
+    t.expect("/allowed")
+    listing = t.expect("> ")
+    assert "bash:ls" in listing and "bash:cat" in listing, listing
+    assert t.quit() == 0
+    sent = tool_results(srv.requests[1])
+    assert sent["call_2"] == "X\n"
+    assert not any(v.startswith("not run") for v in sent.values()), sent     # ls -l ran unasked under 'ls'

@@ -295,8 +295,25 @@ class Agent:
                 os.unlink(prompt_file)
         if self.state.branch and (t.session is None or t.session.leaf != self.state.branch):
             self.state.branch = None    # the branch is made: it is the active path now
+        if (t.cancelled or not t.ok) and not _context_full(t):
+            self.no_reply(t)
         self.report(t)
         return t
+
+    def no_reply(self, t):
+        """A prompt left with no reply (cancelled, failed) is recorded as such
+        (a noReply entry after it): when another prompt follows, the model is
+        told (conversation.no_reply_notes), and the prompt stays as typed."""
+        import orjson
+
+        from pantolib.conversation import NO_REPLY
+
+        leaf = t.session.leaf_message() if t.session is not None and self.state.path else None
+        if (leaf is None or t.session.leaf != leaf["id"] or leaf["message"]["role"] != "user"
+                or not any(b.get("type") == "text" for b in leaf["message"]["content"])):
+            return
+        record = {"type": NO_REPLY, "reason": "cancelled" if t.cancelled or self.irq.count else "failed"}
+        Pipeline([self.plumbing.sink()], stdin_data=orjson.dumps(record) + b"\n").run()
 
     def tool_rounds(self, t):
         """The agent loop after a request: tool rounds while the model asks for

@@ -4,9 +4,11 @@ last on the screen, no stray key granting a rule, declining with a reason,
 what a write changes, abandoned prompts marked for the model."""
 import json
 
+import orjson
 import pytest
 
-from conftest import repl_env
+from builders import header, msg
+from conftest import repl_env, send
 
 from sse_server import openai_text, openai_tools
 from repl_term import Term, read_entries, session_files
@@ -125,3 +127,52 @@ def test_always_takes_a_then_enter_or_a_capital_a(isolated, srv, env, attempt):
     sent = tool_results(srv.requests[1])
     assert sent["call_2"] == "X\n"
     assert not any(v.startswith("not run") for v in sent.values()), sent     # ls -l ran unasked under 'ls'
+
+
+# -- told what happened -------------------------------------------------------------
+
+def test_prompts_that_got_no_reply_are_sent_with_a_note_and_kept_as_typed(isolated, srv, env):
+    from sse_server import error_reply
+
+    srv.push(openai_text("Hello."), error_reply(400, "bad request"),
+             openai_text("never", stall_after=0, stall=20), openai_text("Third answered."))
+    t = Term([], env)
+    t.expect("> ")
+    t.turn("hello", "Hello.")
+    t.turn("first, refactor it all", "bad request")
+    t.line("second, no: only the parser")
+    t.wait_for(lambda t: len(srv.requests) == 3, what="the third request")
+    t.send("\x03")
+    t.expect("[cancelled]")
+    t.expect("> ")
+    t.turn("third, just list the files", "Third answered.")
+    assert t.quit() == 0
+    users = [m for m in srv.requests[3].body["messages"] if m["role"] == "user"]
+    texts = [m["content"] if isinstance(m["content"], str) else "".join(p["text"] for p in m["content"])
+             for m in users]
+    assert texts[0] == "hello"
+    assert texts[1].startswith("first, refactor it all") and texts[1].endswith("[no reply: the request failed]")
+    assert texts[2].startswith("second, no: only the parser") and \
+        texts[2].endswith("[no reply: cancelled by the user]")
+    assert texts[3] == "third, just list the files"
+    # the file keeps each prompt as typed; a pipeline building the request sees the same
+    prompts = [e["message"]["content"] for e in read_entries(session_files(isolated)[0])
+               if e["type"] == "message" and e["message"]["role"] == "user"]
+    assert [c[0]["text"] for c in prompts] == ["hello", "first, refactor it all", "second, no: only the parser",
+                                               "third, just list the files"]
+    assert all(len(c) == 1 for c in prompts)
+
+
+def test_a_pipeline_sees_the_same_notes(isolated, srv):
+    cancelled = orjson.dumps({"type": "noReply", "id": "n0000001", "parentId": "u0000002",
+                              "timestamp": "2026-04-25T17:40:17.000Z", "reason": "cancelled"}) + b"\n"
+    data = (header(isolated) + msg("u0000001", None, "user", "one") + msg("u0000002", "u0000001", "user", "two")
+            + cancelled + msg("u0000003", "n0000001", "user", "three") + msg("a0000001", "u0000003", "assistant", "sure"))
+    srv.push(openai_text("ok"))
+    p = send(srv, "--model", "gpt-4o", "four", input=data)
+    assert p.returncode == 0, p.stderr
+    sent = [m["content"] for m in srv.requests[0].body["messages"] if m["role"] == "user"]
+    flat = [c if isinstance(c, str) else "\n".join(x["text"] for x in c) for c in sent]
+    assert flat == ["one\n[no reply]", "two\n[no reply: cancelled by the user]", "three", "four"]
+    assert [m["role"] for m in srv.requests[0].body["messages"]][-2:] == ["assistant", "user"]
+    assert p.stdout.startswith(data)        # the stream passes through as it was

@@ -176,3 +176,32 @@ def test_a_pipeline_sees_the_same_notes(isolated, srv):
     assert flat == ["one\n[no reply]", "two\n[no reply: cancelled by the user]", "three", "four"]
     assert [m["role"] for m in srv.requests[0].body["messages"]][-2:] == ["assistant", "user"]
     assert p.stdout.startswith(data)        # the stream passes through as it was
+
+
+# -- what a write changes -----------------------------------------------------------
+
+def test_a_write_over_an_existing_file_is_shown_as_a_diff_against_it(isolated, srv, env):
+    old = "".join(f"line {i}\n" for i in range(1, 301))
+    (isolated / "big.txt").write_text(old)
+    new = old.replace("line 200\n", "line 200 changed by hand\n").replace("line 20\n", "line twenty\n")
+    new = new.replace("line 290\n", "".join(f"added {k}\n" for k in range(70)))
+    srv.push(openai_tools([("call_0", "write", json.dumps({"path": "big.txt", "content": new}))]),
+             openai_text("Not written."))
+    t = Term([], dict(env, PAGER="cat"))
+    t.expect("> ")
+    t.line("rewrite it")
+    shown = t.expect("allow write over an existing file?")
+    assert "replaces an existing file" in shown
+    assert " 20 - line 20" in shown and " 20 + line twenty" in shown
+    assert "200 - line 200" in shown and "200 + line 200 changed by hand" in shown
+    assert "line 100" not in shown                   # unchanged lines far from a change are not shown
+    assert "more lines of the diff" in shown
+    t.expect("[v]iew all (")
+    t.expect("of the diff hidden)")
+    t.send("v")
+    whole = t.expect("allow write over an existing file?")
+    assert "added 69" in whole and "290 - line 290" in whole    # the whole diff, its end included
+    t.send("n")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert (isolated / "big.txt").read_text() == old

@@ -227,8 +227,8 @@ class Approver:
             return False, (f"not run: {what} and there is no terminal to ask "
                            f"(the user can allow it with {hint} panto-tool --yes)"), False
         keys = secrets()
-        rows, whole, hidden = self._shown(use, args, cwd, tty.styled)
-        shown, again = self._text(name, rows, offer, why, where, hidden, tty.styled)
+        rows, whole, hidden, replaces = self._shown(use, args, cwd, tty.styled)
+        shown, again = self._text(name, rows, offer, why, where, hidden, tty.styled, replaces)
         question, again = redact(shown + again, keys), redact(again, keys)
         style = show.Style(tty.styled)
         always = offer and style(show.BOLD, f"always for '{show.visible_line(offer.shown)}' in this run? "
@@ -257,11 +257,23 @@ class Approver:
     @staticmethod
     def _shown(use, args, cwd, styled):
         """(rows of the question, whole(styled) -> every row, what the rows
-        leave out: None when nothing is cut)."""
+        leave out: None when nothing is cut, whether a write replaces an
+        existing file)."""
         style = show.Style(styled)
         name = use["name"]
         rows = show.call(use, args, style, cwd=cwd, whole=True)
-        if name == "write":
+        before = show.existing(args, cwd) if name == "write" else None
+        if before is not None:      # a write over an existing file: its diff against it
+            new = str(args.get("content", ""))
+            full = show.write_diff(before, new, style, limit=None, width=None)
+            cut = show.write_diff(before, new, style)
+            more = max(0, len(full) - show.DIFF)
+            long = sum(1 for a, b in zip(cut[:show.DIFF], full) if a != b)
+
+            def whole(on):
+                s = show.Style(on)
+                return [show.call(use, args, s, cwd=cwd)[0]] + show.write_diff(before, new, s, limit=None, width=None)
+        elif name == "write":
             content = show.lines_of(str(args.get("content", "")))
             shown = content[:show.PREVIEW]
             more = len(content) - len(shown)
@@ -280,19 +292,22 @@ class Approver:
                 s = show.Style(on)
                 return [show.header(name, show.summary(name, args), s)] + show.diff(args, cwd, s, limit=None, width=None)
         else:
-            return rows, None, None
+            return rows, None, None, False
         hidden = []
         if more:
-            hidden.append(f"{more} more line{'s' * (more != 1)}{' of the diff' * (name == 'edit')} hidden")
+            diffed = name == "edit" or before is not None
+            hidden.append(f"{more} more line{'s' * (more != 1)}{' of the diff' * diffed} hidden")
         if long:
             hidden.append(f"{long} long line{'s' * (long != 1)} cut")
-        return rows, whole, ", ".join(hidden) or None
+        return rows, whole, ", ".join(hidden) or None, before is not None
 
     @staticmethod
-    def _text(name, rows, offer, why, where, hidden, styled):
+    def _text(name, rows, offer, why, where, hidden, styled, replaces=False):
         """(the call's rows, the answers line that ends the question)"""
         style = show.Style(styled)
         rows = list(rows)
+        if replaces:
+            name += " over an existing file"
         if where is not None:
             rows.append(f"  {style(show.RED, 'outside the working directory:')} {show.visible_line(where)}")
             prompt = f"allow {name} outside the working directory? [y]es [n]o"

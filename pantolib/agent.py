@@ -121,6 +121,16 @@ class SessionState:
             self._echo = (data, session)
         return session
 
+    def forget_echo(self):
+        """The session was changed here (an entry added): the next echo is read whole."""
+        self._echo = None
+
+    def resend_point(self):
+        """Where the reply to a prompt sent again goes: the prompt's id when
+        entries follow it (a noReply record), else None (the leaf)."""
+        leaf = self.session.leaf_message() if self.session is not None and not self.branch else None
+        return leaf["id"] if leaf is not None and self.session.leaf != leaf["id"] else None
+
     def unanswered_prompt(self):
         """The text of a user prompt at the leaf that got no reply (a failed turn), or None."""
         if self.session is None or self.branch or self.path is None:
@@ -271,6 +281,7 @@ class Agent:
             state.last_prompt = prompt
             if state.unanswered_prompt() == prompt:
                 prompt = None   # the same prompt again after a failure: no second user entry
+                state.branch = state.resend_point()
         if self.irq.count and state.path is None:
             self.say("[cancelled]", RED)    # nothing sent, no file yet: kept here for /retry
             return
@@ -308,12 +319,22 @@ class Agent:
 
         from pantolib.conversation import NO_REPLY
 
+        from pantolib import stream
+
         leaf = t.session.leaf_message() if t.session is not None and self.state.path else None
         if (leaf is None or t.session.leaf != leaf["id"] or leaf["message"]["role"] != "user"
                 or not any(b.get("type") == "text" for b in leaf["message"]["content"])):
             return
         record = {"type": NO_REPLY, "reason": "cancelled" if t.cancelled or self.irq.count else "failed"}
-        Pipeline([self.plumbing.sink()], stdin_data=orjson.dumps(record) + b"\n").run()
+        statuses, data = Pipeline([self.plumbing.sink()], stdin_data=orjson.dumps(record) + b"\n").run()
+        if statuses == [cli.OK] and self.state.session is t.session:
+            try:
+                for line in stream.read(io.BytesIO(data)):
+                    if line.kind == stream.ENTRY:
+                        t.session.add(line)
+            except PantoError:
+                pass
+            self.state.forget_echo()
 
     def tool_rounds(self, t):
         """The agent loop after a request: tool rounds while the model asks for

@@ -242,7 +242,7 @@ class Commands:
         self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
         # after a failed turn the prompt is the leaf: send it as it is; after a
         # reply: a new reply to the same prompt, beside the old one (a branch)
-        state.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
+        state.branch = None if leaf is not None and session.leaf == prompt["id"] else prompt["id"]
         self.agent.tool_rounds(self.agent.request(None))
 
     def do_rewind(self, arg):

@@ -201,7 +201,40 @@ def test_a_write_over_an_existing_file_is_shown_as_a_diff_against_it(isolated, s
     t.send("v")
     whole = t.expect("allow write over an existing file?")
     assert "added 69" in whole and "290 - line 290" in whole    # the whole diff, its end included
-    t.send("n")
+    t.send("\r")
     t.expect("> ")
     assert t.quit() == 0
     assert (isolated / "big.txt").read_text() == old
+
+
+# -- decline with a reason ------------------------------------------------------------
+
+def test_n_opens_a_line_for_an_instruction_and_the_turn_goes_on(isolated, srv, env):
+    srv.push(bash_calls("rm -rf build", "ls"), openai_text("Using make clean instead."),
+             bash_calls("rm -rf dist"), openai_text("Left alone."))
+    t = Term([], env)
+    t.expect("> ")
+    t.line("clean up")
+    t.expect("allow bash?")
+    t.send("n")
+    t.expect("instead (Enter: just decline): ")
+    t.send("use make cleen")
+    t.send("\x7f\x7f")              # Backspace edits the line
+    t.send("an\r")
+    t.expect("allow bash?")         # the next call of the reply is still asked
+    t.send("n")
+    t.expect("instead (Enter: just decline): ")
+    t.send("\r")                    # Enter alone: declined plainly
+    t.expect("Using make clean instead.")    # the turn went on: the model read the instruction
+    t.expect("> ")
+    t.line("and dist")
+    t.expect("allow bash?")
+    t.send("\r")                    # Enter at the question declines at once, no line opens
+    t.expect("Left alone.")
+    t.expect("> ")
+    assert t.quit() == 0
+    sent = tool_results(srv.requests[1])
+    assert sent == {"call_0": "declined by the user: use make clean",
+                    "call_1": "not run: the user declined this 'bash' call"}
+    assert tool_results(srv.requests[3])["call_0"] == "not run: the user declined this 'bash' call"
+    assert t.screen.count("instead (Enter: just decline)") == 2

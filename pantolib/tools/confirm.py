@@ -28,6 +28,7 @@ from pantolib.tools import show
 from pantolib.tools.common import outside, redact, resolve, secrets
 
 YES, NO, ALWAYS, VIEW, INTERRUPT = "y", "n", "a", "v", "\x03"
+DECLINE = "decline"     # Enter, Esc or Ctrl-D at the question: no, with no line for a reason
 
 
 class Terminal:
@@ -129,11 +130,56 @@ class Terminal:
                 elif key in choices:
                     return key
                 elif key in ("\r", "\n", "esc", "\x04"):
-                    return NO
+                    return DECLINE
             except terminal.Edit:     # the terminal went away
                 return None
             # a key that answers nothing: ignored, the answers shown again
             self.write("\n" + notes.get(pressed, f"(press {hint})") + " " + again)
+
+    def line(self, prompt):
+        """A line typed after prompt (Enter ends it; "" for Enter alone, Esc or
+        Ctrl-D), echoed where the question is written so that it follows it on
+        the screen; Backspace and Ctrl-U edit it, a paste is part of it (its
+        line ends made spaces). Ctrl-C raises KeyboardInterrupt."""
+        old, text, end = None, [], ""
+        try:
+            old = terminal.keys_mode(self.fd)       # no flush: what is typed after `n` is the line
+            self.write(prompt)
+            keys = terminal.Keys(self.fd)
+            while True:
+                try:
+                    got = keys.batch()
+                except terminal.Edit:
+                    return ""
+                for k in got:
+                    if isinstance(k, tuple):
+                        k = " ".join(k[1].split("\n"))
+                    elif k == INTERRUPT:
+                        end = "\n"
+                        raise KeyboardInterrupt
+                    elif k in ("\r", "\n"):
+                        self.write("\n")
+                        return "".join(text)
+                    elif k in ("esc", "\x04"):
+                        self.write("\n")
+                        return ""
+                    elif k in ("\x7f", "\b"):
+                        if text:
+                            self.write("\b \b" * terminal.text_width(terminal.visible(text.pop())))
+                        continue
+                    elif k == "\x15":
+                        self.write("\b \b" * terminal.text_width(terminal.visible("".join(text))))
+                        text.clear()
+                        continue
+                    elif len(k) != 1 or k < " ":
+                        continue
+                    text.extend(k)
+                    self.write(terminal.visible(k))
+        finally:
+            if old is not None:
+                terminal.restore_mode(self.fd, old, drain=True)
+            if end:
+                self.write(end)
 
     def page(self, plain, styled):
         """Show a whole text: through $PAGER (plain text), else `less -R`, else
@@ -252,6 +298,10 @@ class Approver:
         tty.write("no\n")
         if answer is None:
             return False, f"not run: the user did not answer the confirmation for '{name}'", True
+        reason = tty.line(show.Style(tty.styled)(show.BOLD, "  instead (Enter: just decline): ")) \
+            if answer == NO else ""
+        if reason.strip():
+            return False, f"declined by the user: {reason}", True
         return False, f"not run: the user declined this '{name}' call", True
 
     @staticmethod

@@ -93,14 +93,15 @@ def _limit(args, timeout):
 
 class _Output:
     """What the command prints, capped: the first and the last CAP/2 bytes
-    kept, all of them counted."""
+    kept, all of them and their lines counted."""
 
     def __init__(self):
-        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self.head, self.tail, self.total, self.lines = bytearray(), bytearray(), 0, 0
         self.half = CAP // 2
 
     def keep(self, chunk):
         self.total += len(chunk)
+        self.lines += chunk.count(b"\n")
         if len(self.head) < self.half:
             take = self.half - len(self.head)
             self.head += chunk[:take]
@@ -111,7 +112,7 @@ class _Output:
                 del self.tail[:-self.half]
 
     def text(self):
-        return cap_bytes(bytes(self.head), bytes(self.tail), self.total)
+        return cap_bytes(bytes(self.head), bytes(self.tail), self.total, lines=self.lines)
 
 
 def _start(command, cwd):

@@ -238,3 +238,33 @@ def test_n_opens_a_line_for_an_instruction_and_the_turn_goes_on(isolated, srv, e
                     "call_1": "not run: the user declined this 'bash' call"}
     assert tool_results(srv.requests[3])["call_0"] == "not run: the user declined this 'bash' call"
     assert t.screen.count("instead (Enter: just decline)") == 2
+
+
+# -- watching a command ---------------------------------------------------------------
+
+def test_a_running_command_streams_into_a_live_area_replaced_by_the_usual_display(isolated, srv, env):
+    import os
+
+    os.mkfifo(isolated / "gate")
+    command = "echo LIVE-START; echo LIVE-SECOND; read x < gate; seq 1 20000; echo LIVE-END"
+    srv.push(openai_tools([("call_0", "bash", json.dumps({"command": command}))]), openai_text("Counted."))
+    t = Term(["--yes"], env)
+    t.expect("> ")
+    t.line("count")
+    t.expect("LIVE-SECOND")                  # shown while the command still runs (it waits at the gate)
+    t.expect("running ")
+    t.expect("2 lines")
+    live = t.vt().screen()
+    assert any("LIVE-START" in r for r in live) and any("… running" in r for r in live), live
+    with open(isolated / "gate", "w") as gate:
+        gate.write("go\n")
+    t.expect("Counted.")
+    t.expect("> ")
+    rows = t.vt().text()
+    assert not any("… running" in r for r in rows), rows[-30:]        # the live area is gone
+    end = max(i for i, r in enumerate(rows) if r.strip() == "LIVE-END")
+    assert "earlier lines not shown" in rows[end - 10], rows[end - 12:end + 1]      # the usual last 10 lines
+    assert t.quit() == 0
+    result = tool_results(srv.requests[1])["call_0"]
+    assert "[… 20,003 lines, 108.9 KB: the first " in result and " lines kept]" in result
+    assert result.startswith("LIVE-START\nLIVE-SECOND\n1\n") and result.endswith("20000\nLIVE-END\n")

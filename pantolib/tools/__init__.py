@@ -73,8 +73,10 @@ def check(name, input_text):
     return args, None
 
 
-def run(name, input_text, cwd=None, timeout=None, env=None):
-    """Run one tool call: (content_text, is_error). Never raises for a bad call."""
+def run(name, input_text, cwd=None, timeout=None, env=None, watch=None):
+    """Run one tool call: (content_text, is_error). Never raises for a bad call.
+    watch(bytes): told what a bash command prints as it prints it (b"" now
+    and then while it is quiet), for a live display."""
     from pantolib.tools.common import CAP, ToolError, cap_text, redact, secrets
 
     keys = secrets(env)
@@ -84,7 +86,8 @@ def run(name, input_text, cwd=None, timeout=None, env=None):
         content, err = problem, True
     else:
         try:
-            content, err = _module(name).run(args, cwd, timeout=timeout)
+            extra = {"watch": watch} if watch is not None and name == "bash" else {}
+            content, err = _module(name).run(args, cwd, timeout=timeout, **extra)
         except (ToolError, ValueError) as e:   # ValueError: a NUL in a path
             content, err = str(e), True
         except OSError as e:

@@ -58,7 +58,8 @@ def _kill_group(proc, sig=signal.SIGKILL):
         pass
 
 
-def run(args, cwd, timeout=None):
+def run(args, cwd, timeout=None, watch=None):
+    """watch(bytes): what the command prints, as it comes (b"" while it is quiet)."""
     command = args["command"]
     limit = _limit(args, timeout)
     out = _Output()
@@ -69,7 +70,7 @@ def run(args, cwd, timeout=None):
         signal.signal(signal.SIGINT, previous)
         if hit and previous is not signal.SIG_IGN:
             raise KeyboardInterrupt
-        timed_out = _collect(proc, sel, out, started + limit)
+        timed_out = _collect(proc, sel, out, started + limit, watch or _nothing)
     except KeyboardInterrupt:
         raise _stop(proc, sel, out, started) from None
     finally:
@@ -135,7 +136,11 @@ def _start(command, cwd):
     return proc, previous, hit
 
 
-def _collect(proc, sel, out, deadline):
+def _nothing(chunk):
+    pass
+
+
+def _collect(proc, sel, out, deadline, watch):
     """Read what the command prints into out until the shell has exited and
     the pipe is closed (or, when something it started still holds the pipe,
     LINGER after the shell exited). True when the deadline came first."""
@@ -152,11 +157,13 @@ def _collect(proc, sel, out, deadline):
             break   # the shell is gone; something it started still holds the pipe
         wait = min(deadline - now, 0.05 if exited_at is None else LINGER)
         if not sel.select(wait):
+            watch(b"")
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
         out.keep(chunk)
+        watch(chunk)
     try:    # the output is closed: let the shell finish
         proc.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:

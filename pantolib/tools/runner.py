@@ -33,8 +33,28 @@ class Display:
         self.cwd = cwd
         self.style = show.Style(on and terminal.styled(sys.stderr, env))
         self.keys = secrets(env) if on else []
+        self.live = None    # the Live area of the call running now
+
+    def watch(self, use):
+        """A Live area for a running bash call (None: not on a terminal)."""
+        if not (self.on and use.get("name") == "bash" and sys.stderr.isatty()):
+            return None
+        from pantolib import terminal
+
+        self.live = Live(self._raw, lambda: terminal.size(2)[0], self.style, self.keys)
+        return self.live
+
+    def _raw(self, text):
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def _clear(self):
+        live, self.live = self.live, None
+        if live is not None:
+            live.clear()
 
     def _write(self, rows):
+        self._clear()
         if self.on and rows:
             from pantolib.tools.common import redact
 
@@ -55,10 +75,67 @@ class Display:
 
     def refused(self, use, args, why, asked):
         """A call that did not run: bad arguments, declined, no terminal."""
+        self._clear()
         if asked:
             return
         rows = show.call(use, args, self.style, cwd=self.cwd)[:1]
         self._write(rows + [self.style(show.RED, "  " + show.visible_line(why))])
+
+
+class Live:
+    """The live area under a running bash call: its last show.TAIL lines and
+    the seconds it has run, redrawn in place as lines arrive (first after
+    FIRST seconds, then at most every EVERY seconds), erased by clear()
+    before the call's usual display. Rows are cut to the terminal's width,
+    so the area's height is known; keys are hidden as in results."""
+
+    FIRST, EVERY = 0.2, 0.2
+
+    def __init__(self, write, width, style, keys):
+        import codecs
+        import collections
+
+        self.write, self.width, self.style, self.keys = write, width, style, keys
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.rows = collections.deque(maxlen=show.TAIL)
+        self.partial, self.lines, self.drawn = "", 0, 0
+        self.started = self.last = time.monotonic()
+
+    def __call__(self, chunk):
+        if chunk:
+            parts = (self.partial + self.decoder.decode(chunk)).split("\n")
+            self.partial = parts.pop()
+            self.rows.extend(parts)
+            self.lines += len(parts)
+        now = time.monotonic()
+        if now - self.started >= self.FIRST and now - self.last >= self.EVERY:
+            self.last = now
+            try:
+                self.draw(now)
+            except (OSError, ValueError):
+                pass
+
+    def draw(self, now):
+        from pantolib.tools.common import redact
+
+        width = max(20, self.width() - 1)
+        rows = (list(self.rows) + ([self.partial] if self.partial else []))[-show.TAIL:]
+        rows = [self.style(show.DIM, "  " + show._cut(show.visible_line(redact(r, self.keys)), width - 2))
+                for r in rows]
+        count = self.lines + (1 if self.partial else 0)
+        said = f"  … running {now - self.started:.1f}s" + (f" · {count:,} line{'s' * (count != 1)}" if count else "")
+        rows.append(self.style(show.CYAN, said))
+        up = f"\x1b[{self.drawn}A" if self.drawn else ""
+        self.write(up + "\r\x1b[J" + "\n".join(rows) + "\n")
+        self.drawn = len(rows)
+
+    def clear(self):
+        if self.drawn:
+            try:
+                self.write(f"\x1b[{self.drawn}A\r\x1b[J")
+            except (OSError, ValueError):
+                pass
+            self.drawn = 0
 
 
 def answer(session, approver, display, cwd=None, timeout=None):
@@ -106,7 +183,8 @@ def _one(use, approver, display, cwd, timeout):
             return why, True, False
         display.before(use, args, asked)
         started = time.monotonic()
-        content, err = done = tools.run(name, use.get("input"), cwd=cwd, timeout=timeout)
+        content, err = done = tools.run(name, use.get("input"), cwd=cwd, timeout=timeout,
+                                        watch=display.watch(use))
         display.after(use, args, content, err, asked)
         return content, err, False
     except KeyboardInterrupt as e:

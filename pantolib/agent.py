@@ -202,7 +202,8 @@ class Plumbing:
         return cmd
 
     def granted(self, cmd):
-        """Take the rules panto-tool reported (it has exited) as this run's."""
+        """Take the rules panto-tool reported (it has exited) as this run's;
+        the keys typed while its calls ran (Esc watched), to be typed ahead."""
         from pantolib import permissions
 
         mine, theirs = cmd.channel
@@ -219,11 +220,19 @@ class Plumbing:
             pass
         finally:
             mine.close()
+        keys = b""
         for line in data.decode("utf-8", "replace").split("\n"):
+            if line.startswith("keys:"):     # typed while a call ran: for the next prompt
+                try:
+                    keys += bytes.fromhex(line[len("keys:"):])
+                except ValueError:
+                    pass
+                continue
             try:
                 self.settings.rules.add(permissions.parse(line), "this run")
             except ValueError:
                 continue
+        return keys
 
 
 class Outcome:
@@ -354,7 +363,9 @@ class Agent:
             try:
                 t = self.step(self.plumbing.source() + [tool, self.plumbing.send(), self.plumbing.sink()])
             finally:
-                self.plumbing.granted(tool)
+                keys = self.plumbing.granted(tool)
+                if keys and self.screen.editor is not None:
+                    self.screen.type_ahead(keys)
             self.report(t)
             steps += 1
         if (t.cancelled or self.irq.count) and not _aborted_shown(t):

@@ -268,3 +268,28 @@ def test_a_running_command_streams_into_a_live_area_replaced_by_the_usual_displa
     result = tool_results(srv.requests[1])["call_0"]
     assert "[… 20,003 lines, 108.9 KB: the first " in result and " lines kept]" in result
     assert result.startswith("LIVE-START\nLIVE-SECOND\n1\n") and result.endswith("20000\nLIVE-END\n")
+
+
+def test_esc_cancels_a_running_tool_as_ctrl_c_does(isolated, srv, env):
+    import os
+
+    os.mkfifo(isolated / "gate")
+    srv.push(openai_tools([("call_0", "bash", json.dumps({"command": "echo WAITING; read x < gate"}))]),
+             openai_text("never"))
+    t = Term(["--yes"], env)
+    t.expect("> ")
+    t.line("wait for it")
+    t.expect("WAITING")
+    t.send("ahead")             # typed while it runs: kept for the next prompt
+    t.expect("running")
+    t.send("\x1b")
+    t.expect("[cancelled]")
+    t.expect("> ")
+    t.expect("ahead")           # at the prompt, to be edited or sent
+    t.send("\x15")              # Ctrl-U: not sent
+    assert t.quit() == 0
+    assert len(srv.requests) == 1          # the turn ended: nothing sent after the tool
+    [entry] = [e for e in read_entries(session_files(isolated)[0]) if e["type"] == "message"
+               and e["message"]["content"][0]["type"] == "toolResult"]
+    block = entry["message"]["content"][0]
+    assert block["isError"] and block["content"].startswith("interrupted after ") and "WAITING" in block["content"]

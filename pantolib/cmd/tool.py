@@ -24,7 +24,10 @@ Options:
   --rule=RULE          Also allow what RULE allows (bash:WORDS, write or edit).
   --no-rule-files      Read neither the user's allow file nor PANTO_ALLOW_FILE.
   --granted-fd=FD      Write each rule "always" adds, one a line, to the open
-                       file descriptor FD (commands never get it).
+                       file descriptor FD (commands never get it); with it,
+                       Esc while a call runs stops it as Ctrl-C does, and
+                       other keys typed meanwhile are written there too
+                       (a line keys:HEX) for the program that started it.
   --check              Print `allow RULE` (exit 0) or `ask: WHY` (exit 1): what
                        the rules say of the bash command line COMMAND.
   --list               Print the JSON schemas of the built-in tools.
@@ -68,9 +71,9 @@ def main(argv=None):
             raise ValueError
     except ValueError:
         raise UsageError(f"--timeout must be a positive number of seconds, not '{args['--timeout']}'") from None
-    report = granted_channel(args["--granted-fd"])
+    channel = granted_channel(args["--granted-fd"])
     return run(args["--yes"], timeout, live=args["--live"] or (not args["--quiet"] and sys.stderr.isatty()),
-               rules=rules, report=report)
+               rules=rules, channel=channel)
 
 
 def load_rules(args):
@@ -105,7 +108,7 @@ def check(command, rules):
 
 
 def granted_channel(fd_text):
-    """report(rule) writing to --granted-fd (kept from every command), or None."""
+    """A Channel writing to --granted-fd (kept from every command), or None."""
     from pantolib.errors import UsageError
 
     if fd_text is None:
@@ -118,16 +121,31 @@ def granted_channel(fd_text):
         os.set_inheritable(fd, False)
     except (ValueError, OSError):
         raise UsageError(f"--granted-fd: '{fd_text}' is not an open file descriptor above 2") from None
+    return Channel(fd)
 
-    def report(rule):
+
+class Channel:
+    """What panto-tool tells the program that started it (--granted-fd), one
+    line each: the rules "always" adds, and keys typed while a call ran."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def _line(self, text):
         try:
-            os.write(fd, (rule.text + "\n").encode("utf-8", "surrogateescape"))
+            os.write(self.fd, (text + "\n").encode("utf-8", "surrogateescape"))
         except OSError:
             pass     # panto is gone: the rule still holds for this run of panto-tool
-    return report
+
+    def rule(self, rule):
+        self._line(rule.text)
+
+    def keys(self, data):
+        if data:
+            self._line("keys:" + data.hex())
 
 
-def run(yes, timeout, live, rules=None, report=None):
+def run(yes, timeout, live, rules=None, channel=None):
     from pantolib import launch, stream
     from pantolib.conversation import Session
     from pantolib.tools import runner
@@ -143,9 +161,10 @@ def run(yes, timeout, live, rules=None, report=None):
     cwd = os.getcwd()
     # the questions follow the calls' display in order when it is on a terminal
     ask_on = 2 if live and os.isatty(2) else None
-    approver = runner.Approver(yes=yes, rules=rules, report=report, out=ask_on)
+    approver = runner.Approver(yes=yes, rules=rules, report=channel and channel.rule, out=ask_on)
     try:
-        entry, interrupted = runner.answer(session, approver, runner.Display(live, cwd),
+        entry, interrupted = runner.answer(session, approver,
+                                           runner.Display(live, cwd, keep=channel and channel.keys),
                                            cwd=cwd, timeout=timeout)
     finally:
         approver.close()

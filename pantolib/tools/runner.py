@@ -5,6 +5,7 @@ else by the live display (a header line, an edit's diff); then its result
 (the last lines of bash output, one line for the others). A read is one
 line, call and outcome together.
 """
+import os
 import sys
 import time
 
@@ -25,7 +26,7 @@ def describe(use, width=show.WIDTH):
 class Display:
     """A short live account of each call on stderr, for people (not for scripts)."""
 
-    def __init__(self, on, cwd=None, env=None):
+    def __init__(self, on, cwd=None, env=None, keep=None):
         from pantolib import terminal
         from pantolib.tools.common import secrets
 
@@ -34,15 +35,36 @@ class Display:
         self.style = show.Style(on and terminal.styled(sys.stderr, env))
         self.keys = secrets(env) if on else []
         self.live = None    # the Live area of the call running now
+        self.keep = keep    # keep(bytes): keys typed while a call runs, for the program that started us
+        self.esc = None     # the EscKey of the call running now
 
     def watch(self, use):
-        """A Live area for a running bash call (None: not on a terminal)."""
-        if not (self.on and use.get("name") == "bash" and sys.stderr.isatty()):
+        """What a running bash call tells of its output (tools.run's watch):
+        the Live area on a terminal, and Esc watched when keys can be kept;
+        None when neither. stop_watching() ends it."""
+        if use.get("name") != "bash":
             return None
         from pantolib import terminal
 
-        self.live = Live(self._raw, lambda: terminal.size(2)[0], self.style, self.keys)
-        return self.live
+        if self.on and sys.stderr.isatty():
+            self.live = Live(self._raw, lambda: terminal.size(2)[0], self.style, self.keys)
+        if self.keep is not None:
+            self.esc = EscKey.open(self.keep)
+        live, esc = self.live, self.esc
+        if live is None and esc is None:
+            return None
+
+        def watch(chunk):
+            if esc is not None:
+                esc.poll()
+            if live is not None:
+                live(chunk)
+        return watch
+
+    def stop_watching(self):
+        esc, self.esc = self.esc, None
+        if esc is not None:
+            esc.close()
 
     def _raw(self, text):
         sys.stderr.write(text)
@@ -80,6 +102,59 @@ class Display:
             return
         rows = show.call(use, args, self.style, cwd=self.cwd)[:1]
         self._write(rows + [self.style(show.RED, "  " + show.visible_line(why))])
+
+
+class EscKey:
+    """Esc while a call runs stops it as Ctrl-C does: SIGINT to the process
+    group, as the terminal's Ctrl-C would send it (so panto cancels the turn
+    too). The terminal is read key by key meanwhile (no flush, no echo,
+    signals on), and every other key is handed to keep(bytes) at the end,
+    for the prompt of the program that started panto-tool."""
+
+    def __init__(self, fd, old, keep):
+        self.fd, self.old, self.keep, self.kept = fd, old, keep, b""
+
+    @classmethod
+    def open(cls, keep):
+        import termios
+
+        from pantolib import terminal
+
+        try:
+            fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            return cls(fd, terminal.keys_mode(fd), keep)
+        except (termios.error, OSError):
+            os.close(fd)
+            return None
+
+    def poll(self):
+        import select
+        import signal
+
+        from pantolib import terminal
+
+        try:
+            while select.select([self.fd], [], [], 0)[0]:
+                data = os.read(self.fd, 4096)
+                if not data:
+                    return
+                data, esc = terminal.lone_esc(data)
+                self.kept += data
+                if esc:
+                    os.killpg(os.getpgrp(), signal.SIGINT)
+                    return
+        except OSError:
+            pass
+
+    def close(self):
+        from pantolib import terminal
+
+        terminal.restore_mode(self.fd, self.old)
+        os.close(self.fd)
+        self.keep(self.kept)
 
 
 class Live:
@@ -175,6 +250,13 @@ def _one(use, approver, display, cwd, timeout):
     if problem:   # nothing to confirm: it cannot run
         display.refused(use, args, problem, False)
         return problem, True, False
+    try:
+        return _run_one(use, name, args, approver, display, cwd, timeout)
+    finally:
+        display.stop_watching()
+
+
+def _run_one(use, name, args, approver, display, cwd, timeout):
     started = done = asked = None
     try:
         ok, why, asked = approver.decide(use, args, cwd)

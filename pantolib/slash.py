@@ -11,7 +11,7 @@ from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
 from pantolib.providers import NAMES as PROVIDERS
 from pantolib.screen import plural
-from pantolib.terminal import BOLD, DIM, RED
+from pantolib.terminal import BOLD, DIM, RED, YELLOW
 
 HELP = """\
 commands:
@@ -258,10 +258,59 @@ class Commands:
         if parent is None:
             self.say("that prompt has nothing before it to continue from", RED)
             return
+        after = self._after(entry)
         self.state.branch = parent
         self.screen.prefill = text
         self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
         self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
+        self.files_back(after)
+
+    def _after(self, entry):
+        """The entries on the active path from entry on."""
+        session = self.state.session
+        path = session.path() if session is not None else []
+        ids = [e.get("id") for e in path]
+        return path[ids.index(entry["id"]):] if entry["id"] in ids else []
+
+    def files_back(self, entries):
+        """Offer to put back the files write and edit changed in entries (pantolib.undo):
+        a file changed since is named and left alone unless the person says so;
+        the bash commands that ran are named (what they did is not undone)."""
+        from pantolib import undo
+        from pantolib.tools.common import ToolError
+
+        changed = undo.changes(entries)
+        ran = undo.commands(entries)
+        if ran:
+            self.say(f"{plural(len(ran), 'command')} ran since then and cannot be undone:", YELLOW)
+            for c in ran[:10]:
+                self.say("  $ " + terminal.visible_line(c)[:150], DIM)
+            if len(ran) > 10:
+                self.say(f"  … and {len(ran) - 10} more", DIM)
+        if not changed:
+            return
+        cwd = os.getcwd()
+        shown = {p: (os.path.relpath(p, cwd) if p.startswith(cwd + os.sep) else p) for p in changed}
+        self.say(f"{plural(len(changed), 'file')} changed since then:")
+        for p, (before, last) in changed.items():
+            self.say(f"  {terminal.visible_line(shown[p])}" + (" (created then)" if before is None else ""))
+        if self.screen.ask_line("put them back as they were? (y/N) ").strip().lower() not in ("y", "yes"):
+            self.say("files left as they are", DIM)
+            return
+        for p, (before, last) in changed.items():
+            name = terminal.visible_line(shown[p])
+            if undo.current(p) != last:
+                answer = self.screen.ask_line(f"'{name}' was changed since (by a person or a command); "
+                                              "put it back all the same? (y/N) ")
+                if answer.strip().lower() not in ("y", "yes"):
+                    self.say(f"left as it is: {name}", YELLOW)
+                    continue
+            try:
+                undo.put_back(p, before, self.settings.env)
+            except (OSError, ValueError, PantoError, ToolError) as e:
+                self.say(f"cannot put back '{name}': {e}", RED)
+                continue
+            self.say(f"put back: {name}" + (" (removed: it did not exist)" if before is None else ""), DIM)
 
     def _choose(self, found, arg):
         """The (entry, text) of found that arg names (a number or an id prefix),

@@ -293,3 +293,53 @@ def test_esc_cancels_a_running_tool_as_ctrl_c_does(isolated, srv, env):
                and e["message"]["content"][0]["type"] == "toolResult"]
     block = entry["message"]["content"][0]
     assert block["isError"] and block["content"].startswith("interrupted after ") and "WAITING" in block["content"]
+
+
+# -- undo ---------------------------------------------------------------------------
+
+def test_rewind_puts_back_files_and_leaves_a_file_changed_since_alone(isolated, srv, env):
+    import os
+    import stat
+
+    originals = {"a.txt": b"alpha\r\nno final newline", "b.txt": "béta\n".encode() + b"\xff\xfe raw\n",
+                 "c.txt": b"".join(b"gamma %d\n" % i for i in range(50)), "d.txt": b"delta\n"}
+    for name, data in originals.items():
+        (isolated / name).write_bytes(data)
+    edit = lambda cid, path, old, new: (cid, "edit", json.dumps({"path": path, "old_text": old, "new_text": new}))
+    srv.push(openai_tools([edit("e1", "a.txt", "alpha", "ALPHA"), edit("e2", "b.txt", "béta", "BETA"),
+                           edit("e3", "c.txt", "gamma 7\ngamma 8\n", "G\n"),
+                           ("w1", "write", json.dumps({"path": "d.txt", "content": "a new d\n"})),
+                           ("b1", "bash", json.dumps({"command": "echo ran > log.txt"}))]),
+             openai_text("Changed four files."))
+    t = Term(["--yes"], env)
+    t.expect("> ")
+    t.turn("change them", "Changed four files.")
+    assert (isolated / "a.txt").read_bytes() == b"ALPHA\r\nno final newline"
+    (isolated / "c.txt").write_bytes(b"my own change\n")        # a person changes a file since
+    t.line("/rewind 1")
+    t.expect("taken back")
+    t.expect("echo ran > log.txt")                             # the commands that ran are named
+    t.expect("4 files changed since then")
+    t.expect("put them back as they were? (y/N) ")
+    t.send("y\r")
+    t.expect("'c.txt' was changed since")
+    t.send("\r")                                               # not confirmed: left alone, named
+    t.expect("left as it is: c.txt")
+    t.expect("> ")
+    t.send("\x15")
+    assert t.quit() == 0
+    for name in ("a.txt", "b.txt", "d.txt"):
+        assert (isolated / name).read_bytes() == originals[name], name      # byte for byte
+    assert (isolated / "c.txt").read_bytes() == b"my own change\n"
+    assert (isolated / "log.txt").exists()                     # what bash did is not undone
+    # the results record the path and the digests; the contents kept are private
+    results = [b for e in read_entries(session_files(isolated)[0]) if e["type"] == "message"
+               for b in e["message"]["content"] if b["type"] == "toolResult"]
+    undo = [b["undo"] for b in results if "undo" in b]
+    assert [os.path.basename(u["path"]) for u in undo] == ["a.txt", "b.txt", "c.txt", "d.txt"]
+    assert all(u["before"].startswith("sha256:") and u["after"].startswith("sha256:") for u in undo)
+    kept = [f for f in (isolated.parent / "home" / ".local" / "share" / "panto" / "before").rglob("*")
+            if f.is_file()]
+    assert len(kept) == 4
+    for f in kept:
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600 and stat.S_IMODE(f.parent.stat().st_mode) == 0o700

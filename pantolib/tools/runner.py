@@ -226,13 +226,16 @@ def answer(session, approver, display, cwd=None, timeout=None):
         return None, False
     blocks, interrupted = [], False
     for use in uses:
+        record = {}
         if interrupted:
             content, err = "not run: the user interrupted the previous tool call (Ctrl-C)", True
         else:
-            content, err, interrupted = _one(use, approver, display, cwd, timeout)
+            content, err, interrupted = _one(use, approver, display, cwd, timeout, record)
         block = {"type": "toolResult", "toolUseId": use["id"], "content": content}
         if err:
             block["isError"] = True
+        if record:
+            block["undo"] = record      # what write/edit changed, to be put back (pantolib.undo)
         blocks.append(block)
     stamp = session.active_model()
     if stamp is None:
@@ -243,7 +246,7 @@ def answer(session, approver, display, cwd=None, timeout=None):
     return entry, interrupted
 
 
-def _one(use, approver, display, cwd, timeout):
+def _one(use, approver, display, cwd, timeout, record=None):
     """(content, is_error, interrupted) for one call."""
     name = use.get("name", "")
     args, problem = tools.check(name, use.get("input"))
@@ -251,12 +254,12 @@ def _one(use, approver, display, cwd, timeout):
         display.refused(use, args, problem, False)
         return problem, True, False
     try:
-        return _run_one(use, name, args, approver, display, cwd, timeout)
+        return _run_one(use, name, args, approver, display, cwd, timeout, record)
     finally:
         display.stop_watching()
 
 
-def _run_one(use, name, args, approver, display, cwd, timeout):
+def _run_one(use, name, args, approver, display, cwd, timeout, record):
     started = done = asked = None
     try:
         ok, why, asked = approver.decide(use, args, cwd)
@@ -266,7 +269,7 @@ def _run_one(use, name, args, approver, display, cwd, timeout):
         display.before(use, args, asked)
         started = time.monotonic()
         content, err = done = tools.run(name, use.get("input"), cwd=cwd, timeout=timeout,
-                                        watch=display.watch(use))
+                                        watch=display.watch(use), record=record)
         display.after(use, args, content, err, asked)
         return content, err, False
     except KeyboardInterrupt as e:

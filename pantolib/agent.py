@@ -449,6 +449,8 @@ def usage_line(msg, seconds, env):
                 parts.append(f"{fill:.0%} of the context")
     if msg.get("stopReason") == "aborted":
         parts.append("aborted")
+    elif msg.get("stopReason") == "length":
+        parts.append("cut at the token limit")
     parts.append(f"{seconds:.1f}s")
     return "  " + " · ".join(parts), fill
 

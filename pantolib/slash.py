@@ -15,8 +15,8 @@ from pantolib.terminal import BOLD, DIM, RED, YELLOW
 
 HELP = """\
 commands:
-  /model PROVIDER MODEL   switch model (openai or anthropic) from the next prompt on
-  /model                  show the model in use
+  /model [[PROVIDER] MODEL]  switch model from the next prompt on (MODEL alone: same provider)
+  /model                  list models.toml's models, the one in use marked with its wire API
   /edit                   write the prompt in $EDITOR (back at the prompt: Enter sends it)
   /retry                  send the last prompt again (after a reply: a new reply beside it)
   /rewind [N | ID]        take back prompt N (or entry ID); alone: list them and ask which
@@ -92,14 +92,55 @@ class Commands:
     def do_model(self, arg):
         args = arg.split()
         if not args:
-            provider, model, base = self.settings.shown(self.state.session)
-            self.say(f"model: {provider}: {model} @ {base}")
+            self.list_models()
+        elif len(args) == 1:        # a model of the provider in use
+            provider, _, _ = self.settings.shown(self.state.session)
+            self.settings.provider, self.settings.model = provider, args[0]
+            self.state.fill = None
+            self.say(f"model: {provider}: {args[0]} (from the next prompt on)")
         elif len(args) != 2 or args[0] not in PROVIDERS:
-            self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
+            self.say("usage: /model [[PROVIDER] MODEL] (PROVIDER is openai or anthropic)", RED)
         else:
             self.settings.provider, self.settings.model = args
             self.state.fill = None      # another model's context window
             self.say(f"model: {self.settings.provider}: {self.settings.model} (from the next prompt on)")
+
+    def list_models(self):
+        """The models of models.toml, the current one marked with its wire API."""
+        from pantolib import models_toml, providers, secrets
+
+        session = self.state.session
+        active = session.active_model() if session is not None else None
+        s = self.settings
+        try:
+            name, options, _ = providers.configure({"provider": s.provider, "model": s.model,
+                                                    "api": s.api_for(s.provider)}, active, s.env)
+            current = (name, options.model, options.api)
+            base = secrets.shown_url(options.base_url)
+            self.say(f"model: {name}: {options.model} @ {base} ({options.api})")
+        except PantoError as e:
+            self.say(str(e), RED)
+            current = (None, None, None)
+        try:
+            table = models_toml.load(env=s.env)
+        except PantoError as e:
+            self.say(str(e), RED)
+            table = models_toml.Prices()
+        rows = sorted(table.table)
+        if current[:2] not in rows and current[0]:
+            rows.append(current[:2])
+        width = max([len(f"{p}: {m}") for p, m in rows] or [0])
+        for p, m in rows:
+            here = (p, m) == current[:2]
+            note = f"  ({current[2]}, in use)" if here else ""
+            if here and (p, m) not in table.table:
+                note += f"  not in {models_toml.default_path(s.env)}"
+            self.say(f"{'*' if here else ' '} {terminal.visible_line(f'{p}: {m}'):<{width}}{note}",
+                     BOLD if here else "")
+        if not table.table:
+            self.say(f"(no models in {models_toml.default_path(s.env)}: /model PROVIDER MODEL switches all the same)",
+                     DIM)
+        self.say("/model MODEL switches within the provider; /model PROVIDER MODEL to another", DIM)
 
     def do_allowed(self, arg):
         from pantolib import permissions

@@ -343,3 +343,29 @@ def test_rewind_puts_back_files_and_leaves_a_file_changed_since_alone(isolated, 
     assert len(kept) == 4
     for f in kept:
         assert stat.S_IMODE(f.stat().st_mode) == 0o600 and stat.S_IMODE(f.parent.stat().st_mode) == 0o700
+
+
+# -- smaller things -------------------------------------------------------------------
+
+def test_model_alone_lists_models_toml_and_model_alone_keeps_the_provider(isolated, srv, env):
+    cfg = isolated.parent / "home" / ".config" / "panto"
+    cfg.mkdir(parents=True)
+    (cfg / "models.toml").write_text("[openai.gpt-4o]\ninput = 2.5\noutput = 10\ncontext = 128000\n"
+                             "[openai.gpt-4o-mini]\ninput = 0.15\noutput = 0.6\n"
+                             "[anthropic.claude-test]\ninput = 3\noutput = 15\n")
+    srv.push(openai_text("Hi.", usage={"prompt_tokens": 5, "completion_tokens": 1}, finish="length"),
+             openai_text("Mini."))
+    t = Term([], env)
+    t.expect("> ")
+    t.turn("hello", "Hi.", "cut at the token limit")        # a reply cut at the token limit says so
+    t.line("/model")
+    t.expect("/model")
+    listing = t.expect("/model MODEL switches")
+    rows = [r.strip() for r in listing.replace("\x1b[1m", "").replace("\x1b[0m", "").split("\n") if r.strip()]
+    assert any(r.startswith("* openai: gpt-4o ") and "(openai_chat, in use)" in r for r in rows), rows
+    assert "openai: gpt-4o-mini" in rows and "anthropic: claude-test" in rows, rows
+    t.expect("> ")
+    t.turn("/model gpt-4o-mini", "model: openai: gpt-4o-mini")     # the provider kept
+    t.turn("again", "Mini.")
+    assert t.quit() == 0
+    assert srv.requests[1].body["model"] == "gpt-4o-mini"

@@ -369,3 +369,20 @@ def test_model_alone_lists_models_toml_and_model_alone_keeps_the_provider(isolat
     t.turn("again", "Mini.")
     assert t.quit() == 0
     assert srv.requests[1].body["model"] == "gpt-4o-mini"
+
+
+def test_man_panto_finds_the_pages_once_the_venv_is_on_path():
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("man") is None:
+        pytest.skip("no man(1) here")
+    env = {k: v for k, v in os.environ.items() if k != "MANPATH"}
+    bindir = os.path.dirname(shutil.which("panto"))
+    env["PATH"] = bindir + os.pathsep + "/usr/bin:/bin"
+    for page in (["panto"], ["panto-tool"], ["5", "panto-session"]):
+        p = subprocess.run(["man", "-w", *page], capture_output=True, env=env, text=True)
+        assert p.returncode == 0, (page, p.stderr)
+        assert os.path.realpath(p.stdout.strip()).startswith(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), p.stdout

@@ -277,10 +277,23 @@ class _Line:
         self.pos = _word_end(self.text, self.pos)
 
     def older(self):
-        self._go(-1)
+        """Up: the line above in a prompt of several lines; from its first line, history."""
+        start = self.text.rfind("\n", 0, self.pos) + 1
+        if start == 0:
+            self._go(-1)
+            return
+        above = self.text.rfind("\n", 0, start - 1) + 1
+        self.pos = min(above + (self.pos - start), start - 1)
 
     def newer(self):
-        self._go(1)
+        """Down: the line below in a prompt of several lines; from its last line, history."""
+        end = self.text.find("\n", self.pos)
+        if end < 0:
+            self._go(1)
+            return
+        start = self.text.rfind("\n", 0, self.pos) + 1
+        below_end = self.text.find("\n", end + 1)
+        self.pos = min(end + 1 + (self.pos - start), len(self.text) if below_end < 0 else below_end)
 
     def _go(self, step):
         if 0 <= self.at + step < len(self.hist):

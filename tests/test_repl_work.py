@@ -386,3 +386,20 @@ def test_man_panto_finds_the_pages_once_the_venv_is_on_path():
         assert p.returncode == 0, (page, p.stderr)
         assert os.path.realpath(p.stdout.strip()).startswith(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))), p.stdout
+
+
+def test_up_and_down_move_between_the_lines_of_a_multi_line_prompt(isolated, srv, env):
+    srv.push(openai_text("first ok"), openai_text("second ok"))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.turn("earlier prompt", "first ok")
+    t.send("one\\\r")               # a line ending in \ goes on on the next line
+    t.send("two")
+    t.send("\x1b[A")                # Up: to the first line, not the history
+    t.send("X")
+    t.send("\x1b[B")                # Down: back to the second line
+    t.send("Y\r")
+    t.expect("second ok")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert srv.requests[1].body["messages"][-1]["content"] == "oneX\ntwoY"

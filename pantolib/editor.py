@@ -25,6 +25,7 @@ class LineEditor:
         self.words = sorted(words)  # what Tab completes at the start of a prompt (the /commands)
         self.keys = Keys(fd_in)
         self.cursor_row = 0         # rows from the top of the drawn prompt to the cursor
+        self.at_top = False         # the prompt starts at the screen's top-left (after Ctrl-L)
         self.prompt, self.line, self.mode = "", None, None     # while read() runs
 
     @property
@@ -137,6 +138,7 @@ class LineEditor:
         """Ctrl-L: the screen cleared, the prompt at the top."""
         self._write("\x1b[H\x1b[2J")
         self.cursor_row = 0
+        self.at_top = True      # until the prompt is finished (_draw)
         self._draw(first=True)
 
     def _suspend(self):
@@ -200,12 +202,26 @@ class LineEditor:
             text, pos, room = whole, len(whole), float("inf")
         parts, row, (cursor_row, cursor_col) = _layout(self.prompt, text, pos, cols, room)
         out = ["\r"]
+        top = self.at_top
         if not first:
             if self.cursor_row:
                 out.append(f"\x1b[{self.cursor_row}A")
-            out.append("\x1b[J")
-        out.append("\r\n".join(parts))
-        out.append(_back_to_cursor(parts[-1], row, cols, cursor_row, cursor_col))
+            if not top:
+                out.append("\x1b[J")
+        if top:
+            # at the screen's top-left (after Ctrl-L) an erase of all below is a
+            # clear of the whole screen, which tmux copies into its scrollback:
+            # each line is erased after it is drawn, and what is below after the last
+            ends = [styled_width(p) % cols for p in parts]
+            out.append("\r\n".join(p + ("\x1b[K" if e else "") for p, e in zip(parts, ends)))
+            if ends[-1] or not parts[-1]:
+                out.append("\x1b[J" + _back_to_cursor(parts[-1], row, cols, cursor_row, cursor_col))
+            else:   # a full last row: onto the next one (out of the pending wrap), erase, back
+                up = row - cursor_row
+                out.append(" \r\x1b[J" + (f"\x1b[{up}A" if up else "") + (f"\x1b[{cursor_col}C" if cursor_col else ""))
+        else:
+            out.append("\r\n".join(parts))
+            out.append(_back_to_cursor(parts[-1], row, cols, cursor_row, cursor_col))
         self.cursor_row = cursor_row
         self._write("".join(out))
 
@@ -216,6 +232,7 @@ class LineEditor:
         self._draw(whole=self.line.text if text is None else text)
         self._write("\r\n")
         self.cursor_row = 0
+        self.at_top = False
 
 
 class _Line:

@@ -403,3 +403,45 @@ def test_up_and_down_move_between_the_lines_of_a_multi_line_prompt(isolated, srv
     t.expect("> ")
     assert t.quit() == 0
     assert srv.requests[1].body["messages"][-1]["content"] == "oneX\ntwoY"
+
+
+def test_ctrl_l_redraws_without_copies_of_the_prompt_in_tmux_scrollback(isolated, srv, env, tmp_path):
+    import shutil
+    import subprocess
+    import time
+
+    if shutil.which("tmux") is None:
+        pytest.skip("no tmux here")
+    import tempfile
+
+    short = tempfile.mkdtemp(prefix="pt-", dir="/tmp")     # a socket path must stay short
+    tmux = ["tmux", "-L", "panto", "-f", "/dev/null"]
+    srv.push(openai_text("one"))
+    env = dict(env, TMUX_TMPDIR=short)
+    env.pop("TMUX", None)
+    subprocess.run(tmux + ["new-session", "-d", "-x", "100", "-y", "20", shutil.which("panto"), "--no-tools"],
+                   env=env, check=True)
+
+    def pane(history=True):
+        return subprocess.run(tmux + ["capture-pane", "-p"] + (["-S", "-200"] if history else []),
+                              capture_output=True, text=True, env=env).stdout
+
+    def until(cond, what):
+        deadline = time.monotonic() + 20
+        while not cond():
+            assert time.monotonic() < deadline, f"{what}: {pane()}"
+            time.sleep(0.05)
+
+    try:
+        until(lambda: any(r.startswith(">") for r in pane(False).split("\n")), "the prompt")
+        subprocess.run(tmux + ["send-keys", "-l", "hello"], env=env, check=True)
+        subprocess.run(tmux + ["send-keys", "C-l"], env=env, check=True)
+        until(lambda: pane(False).startswith("> hello"), "the redraw at the top")
+        for ch in "abcdef":
+            subprocess.run(tmux + ["send-keys", "-l", ch], env=env, check=True)
+        until(lambda: "> helloabcdef" in pane(False), "the typed keys")
+        everything = pane()
+        assert everything.count("> hello") == 2, everything     # once before Ctrl-L, once on the screen
+    finally:
+        subprocess.run(tmux + ["kill-server"], env=env, capture_output=True)
+        shutil.rmtree(short, ignore_errors=True)

@@ -359,13 +359,25 @@ class Agent:
             if self.state.path is None:     # cannot happen after a reply, but never lose the stream
                 self.say("[the session was not saved; stopping]", RED)
                 return
+            queued = self.screen.queued_line()     # steering: a prompt entered while the turn runs
+            if queued:
+                self.say("queued: " + terminal.visible_line(queued)[:200] + " (sent with the tool results)", DIM)
+            prompt_file = _write_prompt(queued) if queued else None
             tool = self.plumbing.tool()
             try:
-                t = self.step(self.plumbing.source() + [tool, self.plumbing.send(), self.plumbing.sink()])
+                t = self.step(self.plumbing.source() + [tool, self.plumbing.send(prompt_file), self.plumbing.sink()])
             finally:
                 keys = self.plumbing.granted(tool)
                 if keys and self.screen.editor is not None:
                     self.screen.type_ahead(keys)
+                if prompt_file:
+                    os.unlink(prompt_file)
+            if queued:
+                self.state.last_prompt = queued
+                if t.cancelled or not t.ok:     # it got no reply: recorded, and back at the prompt
+                    self.no_reply(t)
+                    if t.cancelled and self.screen.editor is not None:
+                        self.screen.prefill = queued
             self.report(t)
             steps += 1
         if (t.cancelled or self.irq.count) and not _aborted_shown(t):

@@ -445,3 +445,35 @@ def test_ctrl_l_redraws_without_copies_of_the_prompt_in_tmux_scrollback(isolated
     finally:
         subprocess.run(tmux + ["kill-server"], env=env, capture_output=True)
         shutil.rmtree(short, ignore_errors=True)
+
+
+# -- steering -----------------------------------------------------------------------
+
+def test_a_prompt_entered_while_a_turn_runs_goes_with_the_next_request_after_the_tool_results(
+        isolated, srv, env):
+    import os
+
+    os.mkfifo(isolated / "gate")
+    srv.push(openai_tools([("call_0", "bash", json.dumps({"command": "echo WAITING; read x < gate"}))]),
+             openai_tools([("call_1", "bash", json.dumps({"command": "echo two"}))]),
+             openai_text("Docs too, then."))
+    t = Term(["--yes"], env)
+    t.expect("> ")
+    t.line("build it")
+    t.expect("WAITING")
+    t.expect("running")
+    t.send("also the docs\r")          # entered while the command runs
+    with open(isolated / "gate", "w") as gate:
+        gate.write("go\n")
+    t.expect("queued: also the docs")
+    t.expect("Docs too, then.")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert len(srv.requests) == 3
+    last = srv.requests[2].body["messages"]
+    assert last[-2]["role"] == "tool" and last[-2]["content"] == "two\n"
+    assert last[-1] == {"role": "user", "content": "also the docs"} or \
+        last[-1]["role"] == "user" and "also the docs" in json.dumps(last[-1]["content"])
+    users = [e for e in read_entries(session_files(isolated)[0]) if e["type"] == "message"
+             and e["message"]["role"] == "user" and e["message"]["content"][0]["type"] == "text"]
+    assert [u["message"]["content"][0]["text"] for u in users] == ["build it", "also the docs"]

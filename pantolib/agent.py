@@ -263,10 +263,31 @@ class Agent:
         self.plumbing = Plumbing(settings, state, screen.err)
         self.irq = Interrupts(0 if screen.interactive else None)
 
-    def step(self, commands, label="waiting "):
+    def attachments(self, prompt):
+        """The stream panto-send is to read for a prompt that mentions files
+        (@PATH): the conversation so far and the prompt as a bare user entry,
+        the files' blocks before its text; None when it mentions none."""
+        import orjson
+
+        from pantolib import mentions
+
+        found, said = mentions.blocks(prompt, os.getcwd())
+        for line in said:
+            self.say(terminal.visible_line(line), DIM)
+        if not found:
+            return None
+        data = b""
+        if self.plumbing.source():
+            statuses, data = Pipeline(self.plumbing.source()).run()
+            if any(statuses):
+                raise PantoError("cannot read the session to attach the files to")
+        entry = {"type": "message", "message": {"role": "user", "content": found + [{"type": "text", "text": prompt}]}}
+        return data + orjson.dumps(entry) + b"\n"
+
+    def step(self, commands, label="waiting ", stdin_data=None):
         """Run one pipeline, drawing what panto-send and panto-tool show;
         learn the session file from its output."""
-        pipe = Pipeline(commands, interrupts=self.irq)
+        pipe = Pipeline(commands, interrupts=self.irq, stdin_data=stdin_data)
         drawn = StepScreen(self.screen, pipe, label, self.settings.yes)
         esc = None
         if self.screen.editor is not None and any(c.role == "send" for c in pipe.commands):
@@ -307,12 +328,16 @@ class Agent:
 
     def request(self, prompt):
         """One request to the model (prompt None: the conversation as it is); its Outcome."""
-        prompt_file = _write_prompt(prompt) if prompt is not None else None
-        try:
-            t = self.step(self.plumbing.source() + [self.plumbing.send(prompt_file), self.plumbing.sink()])
-        finally:
-            if prompt_file:
-                os.unlink(prompt_file)
+        attached = self.attachments(prompt) if prompt is not None else None
+        if attached is not None:       # @PATH mentions: the prompt goes in as an entry of its own
+            t = self.step([self.plumbing.send(), self.plumbing.sink()], stdin_data=attached)
+        else:
+            prompt_file = _write_prompt(prompt) if prompt is not None else None
+            try:
+                t = self.step(self.plumbing.source() + [self.plumbing.send(prompt_file), self.plumbing.sink()])
+            finally:
+                if prompt_file:
+                    os.unlink(prompt_file)
         if self.state.branch and (t.session is None or t.session.leaf != self.state.branch):
             self.state.branch = None    # the branch is made: it is the active path now
         if (t.cancelled or not t.ok) and not _context_full(t):

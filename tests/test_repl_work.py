@@ -477,3 +477,38 @@ def test_a_prompt_entered_while_a_turn_runs_goes_with_the_next_request_after_the
     users = [e for e in read_entries(session_files(isolated)[0]) if e["type"] == "message"
              and e["message"]["role"] == "user" and e["message"]["content"][0]["type"] == "text"]
     assert [u["message"]["content"][0]["text"] for u in users] == ["build it", "also the docs"]
+
+
+# -- mentions -------------------------------------------------------------------------
+
+def test_at_path_attaches_a_text_file_and_records_an_image(isolated, srv, env):
+    import base64
+
+    (isolated / "notes.txt").write_text("first note\nsecond note\n")
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    (isolated / "shot.png").write_bytes(png)
+    (isolated / "big.log").write_text("".join(f"log line {i}\n" for i in range(20000)))
+    srv.push(openai_text("Read them."), openai_text("Later."))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.line("look at @notes.txt and @shot.png, also @big.log and @missing.txt")
+    t.expect("@notes.txt: attached (2 lines)")
+    t.expect("@shot.png: attached (image/png")
+    t.expect("@big.log: attached (")
+    t.expect("Read them.")
+    t.expect("> ")
+    t.turn("and now?", "Later.")
+    assert t.quit() == 0
+    sent = json.dumps(srv.requests[0].body["messages"][-1])
+    assert "[file @notes.txt]\\nfirst note\\nsecond note\\n" in sent
+    assert "look at @notes.txt and @shot.png, also @big.log and @missing.txt" in sent
+    assert "[file @big.log]" in sent and "[\\u2026 cut: the first " in sent and "log line 19999" not in sent
+    [prompt] = [e for e in read_entries(session_files(isolated)[0]) if e["type"] == "message"
+                and e["message"]["role"] == "user" and "notes" in json.dumps(e)]
+    content = prompt["message"]["content"]
+    assert content[-1] == {"type": "text", "text": "look at @notes.txt and @shot.png, also @big.log and @missing.txt"}
+    [image] = [b for b in content if b["type"] == "image"]
+    assert image["mediaType"] == "image/png" and base64.b64decode(image["data"]) == png
+    assert "@missing.txt" not in "".join(b.get("text", "") for b in content[:-1])   # no such file: left as written
+    # the next request carries the conversation on, the attachments included
+    assert "[file @notes.txt]" in json.dumps(srv.requests[1].body["messages"])

@@ -154,8 +154,21 @@ class LineEditor:
         self._draw(first=True)
 
     def _tab(self):
-        """Tab: completes a /command being typed, else is a character."""
+        """Tab: completes a /command being typed, or the path of an @PATH
+        mention before the cursor, else is a character."""
         text = self.line.text
+        start = max(text.rfind(" ", 0, self.line.pos), text.rfind("\n", 0, self.line.pos)) + 1
+        if text[start:start + 1] == "@":
+            word, shown = _complete_path(text[start:self.line.pos])
+            self.line.text = text[:start] + word + text[self.line.pos:]
+            self.line.pos = start + len(word)
+            if shown:
+                self._finish()
+                self._write(shown + "\r\n")
+                self._draw(first=True)
+            else:
+                self._edited()
+            return
         if not (self.words and text.startswith("/") and self.line.pos == len(text)
                 and not any(c.isspace() for c in text)):
             self.line.insert("\t")
@@ -330,6 +343,26 @@ _EDITS = {
     "word-left": _Line.word_left, "word-right": _Line.word_right,
     "up": _Line.older, "\x10": _Line.older, "down": _Line.newer, "\x0e": _Line.newer,
 }
+
+
+def _complete_path(word):
+    """(the @PATH word completed as far as it goes, the choices to show or "")."""
+    prefix = word[1:]
+    head, base = os.path.split(prefix)
+    try:
+        names = sorted(n for n in os.listdir(os.path.expanduser(head) or ".")
+                       if n.startswith(base) and (base.startswith(".") or not n.startswith(".")))
+    except OSError:
+        return word, ""
+    if not names:
+        return word, ""
+    if len(names) == 1:
+        path = os.path.join(head, names[0])
+        return "@" + path + ("/" if os.path.isdir(os.path.expanduser(path)) else " "), ""
+    common = os.path.commonprefix(names)
+    if common != base:
+        return "@" + os.path.join(head, common), ""
+    return word, "  ".join(names[:50]) + ("  …" if len(names) > 50 else "")
 
 
 def _word_start(buf, pos):

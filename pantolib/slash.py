@@ -30,7 +30,7 @@ commands:
   /help                   this help
   /quit                   leave (Ctrl-D does too)
 keys: Enter sends; a line ending in \\ goes on on the next line; a paste is one prompt;
-Tab completes a /command; Up/Down lines of the prompt, then history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end;
+Tab completes a /command or an @path; Up/Down lines of the prompt, then history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end;
 Ctrl-W word back;
 Ctrl-C cancels the running request or tool (at the prompt: clears the line).\
 """

@@ -512,3 +512,21 @@ def test_at_path_attaches_a_text_file_and_records_an_image(isolated, srv, env):
     assert "@missing.txt" not in "".join(b.get("text", "") for b in content[:-1])   # no such file: left as written
     # the next request carries the conversation on, the attachments included
     assert "[file @notes.txt]" in json.dumps(srv.requests[1].body["messages"])
+
+
+def test_tab_completes_the_path_of_a_mention(isolated, srv, env):
+    (isolated / "docs").mkdir()
+    (isolated / "docs" / "guide-intro.md").write_text("The guide.\n")
+    srv.push(openai_text("Seen."))
+    t = Term(["--no-tools"], env)
+    t.expect("> ")
+    t.send("read @do\t")            # the directory, then the only file in it
+    t.expect("@docs/")
+    t.send("g\t")
+    t.expect("guide-intro.md")
+    t.send("please\r")
+    t.expect("@docs/guide-intro.md: attached (1 line)")
+    t.expect("Seen.")
+    t.expect("> ")
+    assert t.quit() == 0
+    assert "read @docs/guide-intro.md please" in json.dumps(srv.requests[0].body["messages"][-1])

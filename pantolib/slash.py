@@ -170,10 +170,25 @@ class Commands:
         self.say(self.state.path or "no session file yet (it is created by the first reply)")
 
     def do_cost(self, arg):
+        """The session's cost (panto-cost --json, the one pricing), drawn to
+        fit the terminal: tokens in counted as the usage line counts them
+        (input + cache read + cache write), and why a turn is unpriced."""
+        import orjson
+
         if self.state.path is None:
             self.say("nothing spent yet: no session file")
-        else:
-            self._show(command_argv("panto-cost", self.state.path))
+            return
+        statuses, data = Pipeline([Cmd(command_argv("panto-cost", "--json", self.state.path), stderr="pty")]).run(
+            on_output=lambda cmd, d: None)
+        try:
+            report = orjson.loads(data) if statuses == [cli.OK] else None
+        except orjson.JSONDecodeError:
+            report = None
+        if report is None:
+            self._show(command_argv("panto-cost", self.state.path))     # its own words on what went wrong
+            return
+        for row, style in cost_rows(report, self.screen.columns(), self.settings.env):
+            self.say(row, style)
 
     def do_name(self, arg):
         if not arg:
@@ -389,6 +404,68 @@ class Commands:
             except PantoError:
                 pass    # the partial path still names the prompts since the compaction
         return user_prompts(session) if session else []
+
+
+def cost_rows(report, cols, env=None):
+    """[(row, style)] of /cost for panto-cost's JSON report, at most cols - 1
+    wide: per model the turns, tokens in (input + cache read + cache write,
+    as the usage line counts them), out and cost; the total; and why turns
+    are unpriced (a reply with no usage reported: cancelled; a model that
+    models.toml does not name: the file to add it to)."""
+    from pantolib import models_toml
+    import textwrap
+
+    from pantolib.prices import format_usd
+
+    try:
+        table = models_toml.load(env=env)
+    except PantoError:
+        table = models_toml.Prices()
+
+    def tokens_in(d):
+        return d["input"] + d["cacheRead"] + d["cacheWrite"]
+
+    def cost(d):
+        if d.get("picoUsd") is not None:
+            return format_usd(d["picoUsd"])
+        known = d.get("knownPicoUsd") or 0
+        return f"≥ {format_usd(known)}" if known else "unknown"
+
+    models = report.get("models") or []
+    total = report["total"]
+    cells = [[f"{terminal.visible_line(str(m.get('provider')))}: {terminal.visible_line(str(m.get('model')))}",
+              f"{m['turns']:,}", f"{tokens_in(m):,}", f"{m['output']:,}", cost(m)] for m in models]
+    cells.append(["total", f"{total['turns']:,}", f"{tokens_in(total):,}", f"{total['output']:,}", cost(total)])
+    head = ["model", "turns", "in", "out", "cost"]
+    widths = [max(len(r[i]) for r in cells + [head]) for i in range(5)]
+    rest = sum(widths[1:]) + 2 * 4
+    widths[0] = max(8, min(widths[0], cols - 1 - rest))
+
+    def line(r):
+        name = r[0] if len(r[0]) <= widths[0] else r[0][:widths[0] - 1] + "…"
+        return "  ".join([name.ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip()
+
+    rows = [(line(head), DIM)] + [(line(r), "") for r in cells[:-1]] + [(line(cells[-1]), BOLD)]
+    cancelled = missing = 0
+    where = models_toml.default_path(env)
+    for m in models:
+        n = m.get("unpricedTurns") or 0
+        if not n:
+            continue
+        if table.periods(m.get("provider"), m.get("model")) is None:
+            missing += n
+            rows.append((f"unpriced: {plural(n, 'turn')} of {m.get('provider')}: {m.get('model')}, a model "
+                         f"{where} does not name (add its prices there)", YELLOW))
+        else:
+            cancelled += n
+    if cancelled:
+        rows.append((f"unpriced: {plural(cancelled, 'reply', 'replies')} with no usage reported "
+                     "(cancelled before the usage came)", YELLOW))
+    out = []
+    for r, style in rows:       # a long note wraps; the table's rows fit already
+        parts = textwrap.wrap(r, max(20, cols - 1), subsequent_indent="  ") if style == YELLOW else [r]
+        out += [(p, style) for p in parts]
+    return out
 
 
 def user_prompts(session):

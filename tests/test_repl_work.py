@@ -530,3 +530,43 @@ def test_tab_completes_the_path_of_a_mention(isolated, srv, env):
     t.expect("> ")
     assert t.quit() == 0
     assert "read @docs/guide-intro.md please" in json.dumps(srv.requests[0].body["messages"][-1])
+
+
+def test_cost_fits_the_width_counts_tokens_in_as_the_usage_line_and_says_why_unpriced(isolated, srv, env):
+    cfg = isolated.parent / "home" / ".config" / "panto"
+    cfg.mkdir(parents=True)
+    (cfg / "models.toml").write_text("[openai.gpt-4o]\ninput = 2.5\noutput = 10\ncache_read = 1.25\n")
+    usage = {"prompt_tokens": 1200, "completion_tokens": 30, "prompt_tokens_details": {"cached_tokens": 1000}}
+    srv.push(openai_text("Priced.", usage=usage),
+             openai_text("Unknown model.", usage={"prompt_tokens": 50, "completion_tokens": 5}),
+             openai_text("partial", pieces=["part", "ial"], stall_after=2, stall=20))
+    t = Term(["--no-tools"], env, cols=60)
+    t.expect("> ")
+    t.line("one")
+    t.expect("Priced.")
+    usage_line = t.expect("> ")
+    t.line("/model gpt-unlisted-model-with-a-long-name")
+    t.expect("> ")
+    t.turn("two", "Unknown model.")
+    t.line("/model gpt-4o")
+    t.expect("> ")
+    t.line("three")
+    t.expect("par")
+    t.send("\x03")
+    t.expect("> ")
+    t.line("/cost")
+    t.expect("/cost")
+    t.expect("total")
+    report = t.expect("> ")
+    assert t.quit() == 0
+    assert "1,200 in" in usage_line
+    rows = [r for r in t.vt().text() if r]
+    start = max(i for i, r in enumerate(rows) if r.startswith("model") and "turns" in r)
+    shown = rows[start:]
+    assert all(len(r) < 60 for r in shown), shown                     # fits the width
+    priced = next(r for r in shown if r.startswith("openai: gpt-4o "))
+    assert " 1,200 " in priced, shown                                 # tokens in as the usage line counts them
+    text = " ".join(shown)
+    assert "does not name" in text and "add its prices there" in text, shown
+    assert "/.config/panto/models.toml" in "".join(r.strip() for r in shown), shown    # the file to edit
+    assert "no usage reported" in text and "cancelled" in text, shown

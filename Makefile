@@ -16,6 +16,11 @@ $(STAMP): pyproject.toml $(wildcard bin/*)
 # start many times a minute, and PYTHONDONTWRITEBYTECODE may be set.
 compile: $(STAMP)
 	$(BIN)/python -m compileall -q pantolib
+	@# the man pages where man(1) looks for a PATH entry's pages (../share/man):
+	@# `man panto` works once .venv/bin is on PATH (an editable install leaves them out)
+	mkdir -p $(VENV)/share/man/man1 $(VENV)/share/man/man5
+	ln -sf $(abspath $(wildcard man/*.1)) $(VENV)/share/man/man1/
+	ln -sf $(abspath $(wildcard man/*.5)) $(VENV)/share/man/man5/
 
 test: compile
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -124,6 +124,16 @@ class SessionState:
             self._echo = (data, session)
         return session
 
+    def forget_echo(self):
+        """The session was changed here (an entry added): the next echo is read whole."""
+        self._echo = None
+
+    def resend_point(self):
+        """Where the reply to a prompt sent again goes: the prompt's id when
+        entries follow it (a noReply record), else None (the leaf)."""
+        leaf = self.session.leaf_message() if self.session is not None and not self.branch else None
+        return leaf["id"] if leaf is not None and self.session.leaf != leaf["id"] else None
+
     def unanswered_prompt(self):
         """The text of a user prompt at the leaf that got no reply (a failed turn), or None."""
         if self.session is None or self.branch or self.path is None:
@@ -196,7 +206,8 @@ class Plumbing:
         return cmd
 
     def granted(self, cmd):
-        """Take the rules panto-tool reported (it has exited) as this run's."""
+        """Take the rules panto-tool reported (it has exited) as this run's;
+        the keys typed while its calls ran (Esc watched), to be typed ahead."""
         from pantolib import permissions
 
         mine, theirs = cmd.channel
@@ -213,11 +224,19 @@ class Plumbing:
             pass
         finally:
             mine.close()
+        keys = b""
         for line in data.decode("utf-8", "replace").split("\n"):
+            if line.startswith("keys:"):     # typed while a call ran: for the next prompt
+                try:
+                    keys += bytes.fromhex(line[len("keys:"):])
+                except ValueError:
+                    pass
+                continue
             try:
                 self.settings.rules.add(permissions.parse(line), "this run")
             except ValueError:
                 continue
+        return keys
 
 
 class Outcome:
@@ -248,10 +267,31 @@ class Agent:
         self.plumbing = Plumbing(settings, state, screen.err)
         self.irq = Interrupts(0 if screen.interactive else None)
 
-    def step(self, commands, label="waiting "):
+    def attachments(self, prompt):
+        """The stream panto-send is to read for a prompt that mentions files
+        (@PATH): the conversation so far and the prompt as a bare user entry,
+        the files' blocks before its text; None when it mentions none."""
+        import orjson
+
+        from pantolib import mentions
+
+        found, said = mentions.blocks(prompt, os.getcwd())
+        for line in said:
+            self.say(terminal.visible_line(line), DIM)
+        if not found:
+            return None
+        data = b""
+        if self.plumbing.source():
+            statuses, data = Pipeline(self.plumbing.source()).run()
+            if any(statuses):
+                raise PantoError("cannot read the session to attach the files to")
+        entry = {"type": "message", "message": {"role": "user", "content": found + [{"type": "text", "text": prompt}]}}
+        return data + orjson.dumps(entry) + b"\n"
+
+    def step(self, commands, label="waiting ", stdin_data=None):
         """Run one pipeline, drawing what panto-send and panto-tool show;
         learn the session file from its output."""
-        pipe = Pipeline(commands, interrupts=self.irq)
+        pipe = Pipeline(commands, interrupts=self.irq, stdin_data=stdin_data)
         drawn = StepScreen(self.screen, pipe, label, self.settings.yes)
         esc = None
         if self.screen.editor is not None and any(c.role == "send" for c in pipe.commands):
@@ -275,6 +315,7 @@ class Agent:
             state.last_prompt = prompt
             if state.unanswered_prompt() == prompt:
                 prompt = None   # the same prompt again after a failure: no second user entry
+                state.branch = state.resend_point()
         if self.irq.count and state.path is None:
             self.say("[cancelled]", RED)    # nothing sent, no file yet: kept here for /retry
             return
@@ -311,16 +352,47 @@ class Agent:
 
     def request(self, prompt):
         """One request to the model (prompt None: the conversation as it is); its Outcome."""
-        prompt_file = _write_prompt(prompt) if prompt is not None else None
-        try:
-            t = self.step(self.plumbing.source() + [self.plumbing.send(prompt_file), self.plumbing.sink()])
-        finally:
-            if prompt_file:
-                os.unlink(prompt_file)
+        attached = self.attachments(prompt) if prompt is not None else None
+        if attached is not None:       # @PATH mentions: the prompt goes in as an entry of its own
+            t = self.step([self.plumbing.send(), self.plumbing.sink()], stdin_data=attached)
+        else:
+            prompt_file = _write_prompt(prompt) if prompt is not None else None
+            try:
+                t = self.step(self.plumbing.source() + [self.plumbing.send(prompt_file), self.plumbing.sink()])
+            finally:
+                if prompt_file:
+                    os.unlink(prompt_file)
         if self.state.branch and (t.session is None or t.session.leaf != self.state.branch):
             self.state.branch = None    # the branch is made: it is the active path now
+        if (t.cancelled or not t.ok) and not _context_full(t):
+            self.no_reply(t)
         self.report(t)
         return t
+
+    def no_reply(self, t):
+        """A prompt left with no reply (cancelled, failed) is recorded as such
+        (a noReply entry after it): when another prompt follows, the model is
+        told (conversation.no_reply_notes), and the prompt stays as typed."""
+        import orjson
+
+        from pantolib.conversation import NO_REPLY
+
+        from pantolib import stream
+
+        leaf = t.session.leaf_message() if t.session is not None and self.state.path else None
+        if (leaf is None or t.session.leaf != leaf["id"] or leaf["message"]["role"] != "user"
+                or not any(b.get("type") == "text" for b in leaf["message"]["content"])):
+            return
+        record = {"type": NO_REPLY, "reason": "cancelled" if t.cancelled or self.irq.count else "failed"}
+        statuses, data = Pipeline([self.plumbing.sink()], stdin_data=orjson.dumps(record) + b"\n").run()
+        if statuses == [cli.OK] and self.state.session is t.session:
+            try:
+                for line in stream.read(io.BytesIO(data)):
+                    if line.kind == stream.ENTRY:
+                        t.session.add(line)
+            except PantoError:
+                pass
+            self.state.forget_echo()
 
     def tool_rounds(self, t):
         """The agent loop after a request: tool rounds while the model asks for
@@ -336,11 +408,25 @@ class Agent:
             if self.state.path is None:     # cannot happen after a reply, but never lose the stream
                 self.say("[the session was not saved; stopping]", RED)
                 return
+            queued = self.screen.queued_line()     # steering: a prompt entered while the turn runs
+            if queued:
+                self.say("queued: " + terminal.visible_line(queued)[:200] + " (sent with the tool results)", DIM)
+            prompt_file = _write_prompt(queued) if queued else None
             tool = self.plumbing.tool()
             try:
-                t = self.step(self.plumbing.source() + [tool, self.plumbing.send(), self.plumbing.sink()])
+                t = self.step(self.plumbing.source() + [tool, self.plumbing.send(prompt_file), self.plumbing.sink()])
             finally:
-                self.plumbing.granted(tool)
+                keys = self.plumbing.granted(tool)
+                if keys and self.screen.editor is not None:
+                    self.screen.type_ahead(keys)
+                if prompt_file:
+                    os.unlink(prompt_file)
+            if queued:
+                self.state.last_prompt = queued
+                if t.cancelled or not t.ok:     # it got no reply: recorded, and back at the prompt
+                    self.no_reply(t)
+                    if t.cancelled and self.screen.editor is not None:
+                        self.screen.prefill = queued
             self.report(t)
             steps += 1
         if (t.cancelled or self.irq.count) and not _aborted_shown(t):
@@ -426,6 +512,8 @@ def usage_line(msg, seconds, env):
                 parts.append(f"{fill:.0%} of the context")
     if msg.get("stopReason") == "aborted":
         parts.append("aborted")
+    elif msg.get("stopReason") == "length":
+        parts.append("cut at the token limit")
     parts.append(f"{seconds:.1f}s")
     return "  " + " · ".join(parts), fill
 
@@ -459,11 +547,10 @@ def mark_set_aside(path, session, prompt):
     mark["message"].update({k: prompt[k] for k in ("provider", "model", "api") if prompt.get(k)})
     mark["message"]["stopReason"] = "contextFull"
     mark["message"]["usage"] = {"input": 0, "output": 0}   # a refused request is not billed: priced, at 0
-    statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", "--at", session.leaf, path,
-                                                sigint=False))]).run()
+    statuses, data = Pipeline([Cmd(command_argv("panto-log", "replay", "--at", session.leaf, path))]).run()
     if statuses != [cli.OK]:
         return False
-    statuses, _ = Pipeline([Cmd(command_argv("panto-log", "append", path, sigint=False))],
+    statuses, _ = Pipeline([Cmd(command_argv("panto-log", "append", path))],
                            stdin_data=data + stream.dumps(mark)).run()
     return statuses == [cli.OK]
 

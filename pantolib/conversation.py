@@ -160,11 +160,12 @@ class Session:
         from pantolib import compaction
 
         path = self.path()
+        notes = no_reply_notes(path)
         systems, summary, kept = _context(path)
         if summary is None:
-            return [_message(e) for e in path if e.get("type") == "message"]
+            return [_message(e, notes) for e in path if e.get("type") == "message"]
         return [_message(e) for e in systems] + [compaction.summary_message(summary)] \
-            + [_message(e) for e in kept]
+            + [_message(e, notes) for e in kept]
 
     def active_model(self):
         """(provider, model, api) of the last stamped user entry on the path, or
@@ -228,9 +229,36 @@ def _api_of(entries, at, provider, model):
     return None
 
 
-def _message(entry):
+NO_REPLY = "noReply"     # an entry saying why the prompt before it got no reply (SPEC 3, extension)
+NO_REPLY_NOTES = {"cancelled": "[no reply: cancelled by the user]", "failed": "[no reply: the request failed]"}
+
+
+def no_reply_notes(path):
+    """id -> note, for each prompt on the path that got no reply and was
+    followed by another prompt: the model is told, so that it does not act
+    on a prompt the person abandoned as if it were new. The reason is the
+    last noReply entry after that prompt (`[no reply]` when none says)."""
+    notes, prompt, reason = {}, None, None
+    for e in path:
+        kind = e.get("type")
+        if kind == NO_REPLY and prompt is not None:
+            reason = e.get("reason")
+        if kind != "message":
+            continue
+        m = e["message"]
+        if m["role"] == "user" and any(type(b) is dict and b.get("type") == "text" for b in m["content"]):
+            if prompt is not None:
+                notes[prompt] = NO_REPLY_NOTES.get(reason, "[no reply]")
+            prompt, reason = e["id"], None
+        else:
+            prompt = None
+    return notes
+
+
+def _message(entry, notes=None):
     m = entry["message"]
-    msg = {"role": m["role"], "content": m["content"]}
+    note = notes.get(entry["id"]) if notes else None
+    msg = {"role": m["role"], "content": m["content"] + [{"type": "text", "text": note}] if note else m["content"]}
     if m["role"] == "assistant":
         msg["provider"], msg["model"] = m.get("provider"), m.get("model")
     return msg

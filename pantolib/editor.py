@@ -25,6 +25,7 @@ class LineEditor:
         self.words = sorted(words)  # what Tab completes at the start of a prompt (the /commands)
         self.keys = Keys(fd_in)
         self.cursor_row = 0         # rows from the top of the drawn prompt to the cursor
+        self.at_top = False         # the prompt starts at the screen's top-left (after Ctrl-L)
         self.prompt, self.line, self.mode = "", None, None     # while read() runs
 
     @property
@@ -137,6 +138,7 @@ class LineEditor:
         """Ctrl-L: the screen cleared, the prompt at the top."""
         self._write("\x1b[H\x1b[2J")
         self.cursor_row = 0
+        self.at_top = True      # until the prompt is finished (_draw)
         self._draw(first=True)
 
     def _suspend(self):
@@ -152,8 +154,21 @@ class LineEditor:
         self._draw(first=True)
 
     def _tab(self):
-        """Tab: completes a /command being typed, else is a character."""
+        """Tab: completes a /command being typed, or the path of an @PATH
+        mention before the cursor, else is a character."""
         text = self.line.text
+        start = max(text.rfind(" ", 0, self.line.pos), text.rfind("\n", 0, self.line.pos)) + 1
+        if text[start:start + 1] == "@":
+            word, shown = _complete_path(text[start:self.line.pos])
+            self.line.text = text[:start] + word + text[self.line.pos:]
+            self.line.pos = start + len(word)
+            if shown:
+                self._finish()
+                self._write(shown + "\r\n")
+                self._draw(first=True)
+            else:
+                self._edited()
+            return
         if not (self.words and text.startswith("/") and self.line.pos == len(text)
                 and not any(c.isspace() for c in text)):
             self.line.insert("\t")
@@ -200,12 +215,26 @@ class LineEditor:
             text, pos, room = whole, len(whole), float("inf")
         parts, row, (cursor_row, cursor_col) = _layout(self.prompt, text, pos, cols, room)
         out = ["\r"]
+        top = self.at_top
         if not first:
             if self.cursor_row:
                 out.append(f"\x1b[{self.cursor_row}A")
-            out.append("\x1b[J")
-        out.append("\r\n".join(parts))
-        out.append(_back_to_cursor(parts[-1], row, cols, cursor_row, cursor_col))
+            if not top:
+                out.append("\x1b[J")
+        if top:
+            # at the screen's top-left (after Ctrl-L) an erase of all below is a
+            # clear of the whole screen, which tmux copies into its scrollback:
+            # each line is erased after it is drawn, and what is below after the last
+            ends = [styled_width(p) % cols for p in parts]
+            out.append("\r\n".join(p + ("\x1b[K" if e else "") for p, e in zip(parts, ends)))
+            if ends[-1] or not parts[-1]:
+                out.append("\x1b[J" + _back_to_cursor(parts[-1], row, cols, cursor_row, cursor_col))
+            else:   # a full last row: onto the next one (out of the pending wrap), erase, back
+                up = row - cursor_row
+                out.append(" \r\x1b[J" + (f"\x1b[{up}A" if up else "") + (f"\x1b[{cursor_col}C" if cursor_col else ""))
+        else:
+            out.append("\r\n".join(parts))
+            out.append(_back_to_cursor(parts[-1], row, cols, cursor_row, cursor_col))
         self.cursor_row = cursor_row
         self._write("".join(out))
 
@@ -216,6 +245,7 @@ class LineEditor:
         self._draw(whole=self.line.text if text is None else text)
         self._write("\r\n")
         self.cursor_row = 0
+        self.at_top = False
 
 
 class _Line:
@@ -277,10 +307,23 @@ class _Line:
         self.pos = _word_end(self.text, self.pos)
 
     def older(self):
-        self._go(-1)
+        """Up: the line above in a prompt of several lines; from its first line, history."""
+        start = self.text.rfind("\n", 0, self.pos) + 1
+        if start == 0:
+            self._go(-1)
+            return
+        above = self.text.rfind("\n", 0, start - 1) + 1
+        self.pos = min(above + (self.pos - start), start - 1)
 
     def newer(self):
-        self._go(1)
+        """Down: the line below in a prompt of several lines; from its last line, history."""
+        end = self.text.find("\n", self.pos)
+        if end < 0:
+            self._go(1)
+            return
+        start = self.text.rfind("\n", 0, self.pos) + 1
+        below_end = self.text.find("\n", end + 1)
+        self.pos = min(end + 1 + (self.pos - start), len(self.text) if below_end < 0 else below_end)
 
     def _go(self, step):
         if 0 <= self.at + step < len(self.hist):
@@ -300,6 +343,26 @@ _EDITS = {
     "word-left": _Line.word_left, "word-right": _Line.word_right,
     "up": _Line.older, "\x10": _Line.older, "down": _Line.newer, "\x0e": _Line.newer,
 }
+
+
+def _complete_path(word):
+    """(the @PATH word completed as far as it goes, the choices to show or "")."""
+    prefix = word[1:]
+    head, base = os.path.split(prefix)
+    try:
+        names = sorted(n for n in os.listdir(os.path.expanduser(head) or ".")
+                       if n.startswith(base) and (base.startswith(".") or not n.startswith(".")))
+    except OSError:
+        return word, ""
+    if not names:
+        return word, ""
+    if len(names) == 1:
+        path = os.path.join(head, names[0])
+        return "@" + path + ("/" if os.path.isdir(os.path.expanduser(path)) else " "), ""
+    common = os.path.commonprefix(names)
+    if common != base:
+        return "@" + os.path.join(head, common), ""
+    return word, "  ".join(names[:50]) + ("  …" if len(names) > 50 else "")
 
 
 def _word_start(buf, pos):

@@ -52,6 +52,11 @@ def _xdg(env, var, fallback):
     return os.path.join(base, "panto")
 
 
+def data_dir(env=None):
+    """$XDG_DATA_HOME/panto: what panto keeps for the user (files' contents before a tool changed them)."""
+    return _xdg(env, "XDG_DATA_HOME", (".local", "share"))
+
+
 def state_dir(env=None):
     """$XDG_STATE_HOME/panto: the REPL's history, the fields servers refused (providers/refusals.py)."""
     return _xdg(env, "XDG_STATE_HOME", (".local", "state"))

@@ -123,9 +123,7 @@ class EscKey:
         if not data:
             self.off = True
             return
-        esc = data.endswith(b"\x1b") and not data.endswith(b"\x1b\x1b")   # a lone Esc, last
-        if esc:
-            data = data[:-1]
+        data, esc = terminal.lone_esc(data)
         if data:
             self.keep(data)
         if esc:

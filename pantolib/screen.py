@@ -122,6 +122,45 @@ class Screen:
         """Keys typed while a reply streams: they wait for the next prompt."""
         self.editor.pending += self.editor.decoder.decode(data)
 
+    def queued_line(self):
+        """A prompt entered (typed and Enter) while a turn runs, taken from the
+        keys held for the next prompt, or None. Only between the turn's
+        steps: then nothing else reads the terminal. A line holding an escape
+        sequence (a cursor key, a paste) is left for the prompt."""
+        if self.editor is None or self._held is None:
+            return None
+        import select
+
+        try:
+            while select.select([0], [], [], 0)[0]:     # line mode: readable once a whole line is there
+                data = os.read(0, 65536)
+                if not data:
+                    break
+                self.type_ahead(data.replace(b"\n", b"\r"))
+        except OSError:
+            pass
+        pending = self.editor.pending
+        ends = [i for i in (pending.find("\r"), pending.find("\n")) if i >= 0]
+        if not ends:
+            return None
+        end = min(ends)
+        line = pending[:end]
+        if "\x1b" in line or "\x03" in line:
+            return None
+        text = []
+        for ch in line:
+            if ch in ("\x7f", "\b"):
+                if text:
+                    text.pop()
+            elif ch == "\x15":
+                text.clear()
+            elif ch >= " ":
+                text.append(ch)
+        if not "".join(text).strip():
+            return None
+        self.editor.pending = pending[end + 1:]
+        return "".join(text)
+
     def close(self):
         """The terminal as it was before the first prompt (no bracketed paste)."""
         if self.editor is not None:

@@ -11,12 +11,12 @@ from pantolib.errors import PantoError
 from pantolib.pipeline import Cmd, Pipeline, command_argv, read_session
 from pantolib.providers import NAMES as PROVIDERS
 from pantolib.screen import plural
-from pantolib.terminal import BOLD, DIM, RED
+from pantolib.terminal import BOLD, DIM, RED, YELLOW
 
 HELP = """\
 commands:
-  /model PROVIDER MODEL   switch model (openai or anthropic) from the next prompt on
-  /model                  show the model in use
+  /model [[PROVIDER] MODEL]  switch model from the next prompt on (MODEL alone: same provider)
+  /model                  list models.toml's models, the one in use marked with its wire API
   /edit                   write the prompt in $EDITOR (back at the prompt: Enter sends it)
   /retry                  send the last prompt again (after a reply: a new reply beside it)
   /rewind [N | ID]        take back prompt N (or entry ID); alone: list them and ask which
@@ -30,7 +30,7 @@ commands:
   /help                   this help
   /quit                   leave (Ctrl-D does too)
 keys: Enter sends; a line ending in \\ goes on on the next line; a paste is one prompt;
-Tab completes a /command; Up/Down history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end;
+Tab completes a /command or an @path; Up/Down lines of the prompt, then history; Ctrl-A/E start/end; Ctrl-U/K kill to start/end;
 Ctrl-W word back;
 Ctrl-C cancels the running request or tool (at the prompt: clears the line).\
 """
@@ -92,14 +92,55 @@ class Commands:
     def do_model(self, arg):
         args = arg.split()
         if not args:
-            provider, model, base = self.settings.shown(self.state.session)
-            self.say(f"model: {provider}: {model} @ {base}")
+            self.list_models()
+        elif len(args) == 1:        # a model of the provider in use
+            provider, _, _ = self.settings.shown(self.state.session)
+            self.settings.provider, self.settings.model = provider, args[0]
+            self.state.fill = None
+            self.say(f"model: {provider}: {args[0]} (from the next prompt on)")
         elif len(args) != 2 or args[0] not in PROVIDERS:
-            self.say("usage: /model PROVIDER MODEL (PROVIDER is openai or anthropic)", RED)
+            self.say("usage: /model [[PROVIDER] MODEL] (PROVIDER is openai or anthropic)", RED)
         else:
             self.settings.provider, self.settings.model = args
             self.state.fill = None      # another model's context window
             self.say(f"model: {self.settings.provider}: {self.settings.model} (from the next prompt on)")
+
+    def list_models(self):
+        """The models of models.toml, the current one marked with its wire API."""
+        from pantolib import models_toml, providers, secrets
+
+        session = self.state.session
+        active = session.active_model() if session is not None else None
+        s = self.settings
+        try:
+            name, options, _ = providers.configure({"provider": s.provider, "model": s.model,
+                                                    "api": s.api_for(s.provider)}, active, s.env)
+            current = (name, options.model, options.api)
+            base = secrets.shown_url(options.base_url)
+            self.say(f"model: {name}: {options.model} @ {base} ({options.api})")
+        except PantoError as e:
+            self.say(str(e), RED)
+            current = (None, None, None)
+        try:
+            table = models_toml.load(env=s.env)
+        except PantoError as e:
+            self.say(str(e), RED)
+            table = models_toml.Prices()
+        rows = sorted(table.table)
+        if current[:2] not in rows and current[0]:
+            rows.append(current[:2])
+        width = max([len(f"{p}: {m}") for p, m in rows] or [0])
+        for p, m in rows:
+            here = (p, m) == current[:2]
+            note = f"  ({current[2]}, in use)" if here else ""
+            if here and (p, m) not in table.table:
+                note += f"  not in {models_toml.default_path(s.env)}"
+            self.say(f"{'*' if here else ' '} {terminal.visible_line(f'{p}: {m}'):<{width}}{note}",
+                     BOLD if here else "")
+        if not table.table:
+            self.say(f"(no models in {models_toml.default_path(s.env)}: /model PROVIDER MODEL switches all the same)",
+                     DIM)
+        self.say("/model MODEL switches within the provider; /model PROVIDER MODEL to another", DIM)
 
     def do_allowed(self, arg):
         from pantolib import permissions
@@ -129,10 +170,25 @@ class Commands:
         self.say(self.state.path or "no session file yet (it is created by the first reply)")
 
     def do_cost(self, arg):
+        """The session's cost (panto-cost --json, the one pricing), drawn to
+        fit the terminal: tokens in counted as the usage line counts them
+        (input + cache read + cache write), and why a turn is unpriced."""
+        import orjson
+
         if self.state.path is None:
             self.say("nothing spent yet: no session file")
-        else:
-            self._show(command_argv("panto-cost", self.state.path))
+            return
+        statuses, data = Pipeline([Cmd(command_argv("panto-cost", "--json", self.state.path), stderr="pty")]).run(
+            on_output=lambda cmd, d: None)
+        try:
+            report = orjson.loads(data) if statuses == [cli.OK] else None
+        except orjson.JSONDecodeError:
+            report = None
+        if report is None:
+            self._show(command_argv("panto-cost", self.state.path))     # its own words on what went wrong
+            return
+        for row, style in cost_rows(report, self.screen.columns(), self.settings.env):
+            self.say(row, style)
 
     def do_name(self, arg):
         if not arg:
@@ -242,7 +298,7 @@ class Commands:
         self.say("retrying: " + terminal.visible_line(text)[:200], DIM)
         # after a failed turn the prompt is the leaf: send it as it is; after a
         # reply: a new reply to the same prompt, beside the old one (a branch)
-        state.branch = None if leaf is not None and leaf["id"] == prompt["id"] else prompt["id"]
+        state.branch = None if leaf is not None and session.leaf == prompt["id"] else prompt["id"]
         self.agent.tool_rounds(self.agent.request(None))
 
     def do_rewind(self, arg):
@@ -258,10 +314,59 @@ class Commands:
         if parent is None:
             self.say("that prompt has nothing before it to continue from", RED)
             return
+        after = self._after(entry)
         self.state.branch = parent
         self.screen.prefill = text
         self.say(f"taken back: {terminal.visible_line(text)[:100]}", DIM)
         self.say("the next prompt continues from before it (a branch; nothing is removed)", DIM)
+        self.files_back(after)
+
+    def _after(self, entry):
+        """The entries on the active path from entry on."""
+        session = self.state.session
+        path = session.path() if session is not None else []
+        ids = [e.get("id") for e in path]
+        return path[ids.index(entry["id"]):] if entry["id"] in ids else []
+
+    def files_back(self, entries):
+        """Offer to put back the files write and edit changed in entries (pantolib.undo):
+        a file changed since is named and left alone unless the person says so;
+        the bash commands that ran are named (what they did is not undone)."""
+        from pantolib import undo
+        from pantolib.tools.common import ToolError
+
+        changed = undo.changes(entries)
+        ran = undo.commands(entries)
+        if ran:
+            self.say(f"{plural(len(ran), 'command')} ran since then and cannot be undone:", YELLOW)
+            for c in ran[:10]:
+                self.say("  $ " + terminal.visible_line(c)[:150], DIM)
+            if len(ran) > 10:
+                self.say(f"  … and {len(ran) - 10} more", DIM)
+        if not changed:
+            return
+        cwd = os.getcwd()
+        shown = {p: (os.path.relpath(p, cwd) if p.startswith(cwd + os.sep) else p) for p in changed}
+        self.say(f"{plural(len(changed), 'file')} changed since then:")
+        for p, (before, last) in changed.items():
+            self.say(f"  {terminal.visible_line(shown[p])}" + (" (created then)" if before is None else ""))
+        if self.screen.ask_line("put them back as they were? (y/N) ").strip().lower() not in ("y", "yes"):
+            self.say("files left as they are", DIM)
+            return
+        for p, (before, last) in changed.items():
+            name = terminal.visible_line(shown[p])
+            if undo.current(p) != last:
+                answer = self.screen.ask_line(f"'{name}' was changed since (by a person or a command); "
+                                              "put it back all the same? (y/N) ")
+                if answer.strip().lower() not in ("y", "yes"):
+                    self.say(f"left as it is: {name}", YELLOW)
+                    continue
+            try:
+                undo.put_back(p, before, self.settings.env)
+            except (OSError, ValueError, PantoError, ToolError) as e:
+                self.say(f"cannot put back '{name}': {e}", RED)
+                continue
+            self.say(f"put back: {name}" + (" (removed: it did not exist)" if before is None else ""), DIM)
 
     def _choose(self, found, arg):
         """The (entry, text) of found that arg names (a number or an id prefix),
@@ -299,6 +404,68 @@ class Commands:
             except PantoError:
                 pass    # the partial path still names the prompts since the compaction
         return user_prompts(session) if session else []
+
+
+def cost_rows(report, cols, env=None):
+    """[(row, style)] of /cost for panto-cost's JSON report, at most cols - 1
+    wide: per model the turns, tokens in (input + cache read + cache write,
+    as the usage line counts them), out and cost; the total; and why turns
+    are unpriced (a reply with no usage reported: cancelled; a model that
+    models.toml does not name: the file to add it to)."""
+    from pantolib import models_toml
+    import textwrap
+
+    from pantolib.prices import format_usd
+
+    try:
+        table = models_toml.load(env=env)
+    except PantoError:
+        table = models_toml.Prices()
+
+    def tokens_in(d):
+        return d["input"] + d["cacheRead"] + d["cacheWrite"]
+
+    def cost(d):
+        if d.get("picoUsd") is not None:
+            return format_usd(d["picoUsd"])
+        known = d.get("knownPicoUsd") or 0
+        return f"≥ {format_usd(known)}" if known else "unknown"
+
+    models = report.get("models") or []
+    total = report["total"]
+    cells = [[f"{terminal.visible_line(str(m.get('provider')))}: {terminal.visible_line(str(m.get('model')))}",
+              f"{m['turns']:,}", f"{tokens_in(m):,}", f"{m['output']:,}", cost(m)] for m in models]
+    cells.append(["total", f"{total['turns']:,}", f"{tokens_in(total):,}", f"{total['output']:,}", cost(total)])
+    head = ["model", "turns", "in", "out", "cost"]
+    widths = [max(len(r[i]) for r in cells + [head]) for i in range(5)]
+    rest = sum(widths[1:]) + 2 * 4
+    widths[0] = max(8, min(widths[0], cols - 1 - rest))
+
+    def line(r):
+        name = r[0] if len(r[0]) <= widths[0] else r[0][:widths[0] - 1] + "…"
+        return "  ".join([name.ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip()
+
+    rows = [(line(head), DIM)] + [(line(r), "") for r in cells[:-1]] + [(line(cells[-1]), BOLD)]
+    cancelled = missing = 0
+    where = models_toml.default_path(env)
+    for m in models:
+        n = m.get("unpricedTurns") or 0
+        if not n:
+            continue
+        if table.periods(m.get("provider"), m.get("model")) is None:
+            missing += n
+            rows.append((f"unpriced: {plural(n, 'turn')} of {m.get('provider')}: {m.get('model')}, a model "
+                         f"{where} does not name (add its prices there)", YELLOW))
+        else:
+            cancelled += n
+    if cancelled:
+        rows.append((f"unpriced: {plural(cancelled, 'reply', 'replies')} with no usage reported "
+                     "(cancelled before the usage came)", YELLOW))
+    out = []
+    for r, style in rows:       # a long note wraps; the table's rows fit already
+        parts = textwrap.wrap(r, max(20, cols - 1), subsequent_indent="  ") if style == YELLOW else [r]
+        out += [(p, style) for p in parts]
+    return out
 
 
 def user_prompts(session):

@@ -135,6 +135,14 @@ class Edit(Exception):
 # (pipeline.EscKey) takes the terminal with keys_mode() too, but hands the
 # bytes it reads on to the next prompt's Keys.
 
+def lone_esc(data):
+    """(data without it, True) when a read of keys ends in an Esc pressed
+    alone (not the start of a sequence such as a cursor key), else (data, False)."""
+    if data.endswith(b"\x1b") and not data.endswith(b"\x1b\x1b"):
+        return data[:-1], True
+    return data, False
+
+
 def keys_mode(fd, raw=False, flush=False):
     """Make the terminal on fd deliver each key as it is typed, unechoed;
     returns the mode restore_mode() gives back (termios.error: no terminal).

@@ -57,6 +57,12 @@ class Term:
     def send(self, text):
         os.write(self.fd, text.encode() if isinstance(text, str) else text)
 
+    def decline(self, key="n"):
+        """Answer no (key), then Enter alone at the line it opens for an instruction."""
+        self.send(key)
+        self.expect("instead (Enter: just decline): ")
+        self.send("\r")
+
     def line(self, text):
         self.send(text + "\r")
 

@@ -57,7 +57,7 @@ def test_declined_tool_call_goes_back_to_the_model(isolated, srv, env):
     t.expect("> ")
     t.line("make a file")
     t.expect("in this run ")
-    t.send("n")
+    t.decline()
     t.expect("Fine, I will not.")
     t.expect("> ")
     assert t.quit() == 0

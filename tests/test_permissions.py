@@ -318,11 +318,11 @@ def test_always_in_the_repl_lasts_the_run_and_nothing_else(isolated, srv, env, t
     t.expect("> ")
     t.line("look around")
     t.expect("[a]lways for 'git status' in this run")
-    t.send("a")
+    t.send("A")
     t.expect("allow bash? [y]es [n]o [a]lways for 'touch pwned' in this run")   # git status -s and both cp ran unasked
-    t.send("n")
+    t.decline()
     t.expect("allow bash? [y]es [n]o [a]lways for 'git push' in this run")
-    t.send("n")
+    t.decline()
     t.expect("Done.")
     t.expect("> ")
     t.line("/allowed")
@@ -340,7 +340,7 @@ def test_always_in_the_repl_lasts_the_run_and_nothing_else(isolated, srv, env, t
     t.turn("again", "Second.")
     t.line("and now")
     t.expect("[a]lways for 'git status' in this run")     # cleared: asked again
-    t.send("n")
+    t.decline()
     t.expect("Third.")
     t.expect("> ")
     assert t.quit() == 0
@@ -362,7 +362,7 @@ def test_a_cut_write_preview_offers_the_whole_content(isolated, tmp_path):
     t.expect(b"PAYLOAD")
     t.expect(b"TAIL-OF-LONG-LINE")
     t.expect(b"[v]iew all", 2)                       # asked again afterwards
-    t.send(b"n")
+    t.decline()
     code, out, err = t.finish()
     assert code == 0, err
     assert answered(out, data)[0]["isError"] and not (isolated / "run.sh").exists()
@@ -382,14 +382,14 @@ def test_a_cut_edit_diff_and_a_long_line_offer_the_whole_diff(isolated):
     t.send(b"v")
     t.expect(b"HIDDEN-END")
     t.expect(b"[v]iew all", 2)
-    t.send(b"n")
+    t.decline()
     t.expect(b"[v]iew all (1 long line cut)")
     t.send(b"v")
     t.expect(b"CUT-OFF")
     t.expect(b"[v]iew all (1 long line cut)", 2)      # asked again: a key sent before is flushed
-    t.send(b"n")
+    t.decline()
     t.expect(b"allow write?", 3)
-    t.send(b"n")
+    t.decline()
     code, out, err = t.finish()
     assert code == 0, err
     assert t.seen.split(b"short.txt")[-1].count(b"[v]iew") == 0      # nothing cut, no view key
@@ -407,7 +407,7 @@ def test_the_view_key_in_the_repl_shows_what_the_preview_hides(isolated, srv, en
     t.send("v")
     t.expect("PAYLOAD-AT-300")
     t.expect("[v]iew all (290 more lines hidden)")     # and the question again
-    t.send("n")
+    t.decline()
     t.expect("Not written.")
     t.expect("> ")
     assert t.quit() == 0

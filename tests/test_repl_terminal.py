@@ -92,7 +92,7 @@ def test_a_pasted_y_does_not_answer_a_tool_question(isolated, srv, env):
     t.expect("allow bash?")
     t.send(PASTE_START + "y\r" + PASTE_END)
     t.expect("pasted text does not answer")
-    t.send("n")
+    t.decline()
     t.expect("Not run, then.")
     t.expect("> ")
     assert t.quit() == 0

@@ -29,9 +29,9 @@ def test_redact_hides_keys_and_the_pieces_a_cut_leaves():
     assert common.redact("no keys here", []) == "no keys here"
     assert common.redact(f"key={KEY}.", [KEY]) == "key=[redacted]."
     cut = common.cap_bytes(b"a" * 30 + KEY[:20].encode(), KEY[20:].encode() + b"b" * 30, 200, cap=100)
-    assert "bytes cut" in cut and KEY[:20] in cut
+    assert "bytes kept]" in cut and KEY[:20] in cut
     hidden = common.redact(cut, [KEY])
-    assert KEY[:20] not in hidden and KEY[20:] not in hidden and "bytes cut" in hidden
+    assert KEY[:20] not in hidden and KEY[20:] not in hidden and "bytes kept]" in hidden
     line_cut = "x " + KEY[:12] + " [line cut at 50 KB]" + KEY[12:] + " y"
     assert KEY[:12] not in common.redact(line_cut, [KEY])
 
@@ -187,12 +187,17 @@ def test_replace_file_on_a_socket_is_refused(tmp_path):
 def test_cap_bytes_keeps_head_and_tail_with_a_note():
     assert common.cap_bytes(b"ab", b"cd", 4, cap=4) == "abcd"
     out = common.cap_bytes(b"h" * 10, b"t" * 10, 100, cap=8)
-    assert out == "hhhh\n[... 92 bytes cut: output was 100 bytes, showing the first 4 and the last 4 ...]\ntttt"
+    assert out == "hhhh\n[… 1 line, 100 bytes: the first 4 and last 4 bytes kept]\ntttt"
     out = common.cap_bytes(b"h" * 10, b"", 100, cap=8)
-    assert out.endswith("showing the first 4 and the last 0 ...]\n")
+    assert out.endswith("the first 4 and last 0 bytes kept]\n")
+    lines = "".join(f"{i}\n" for i in range(18000)).encode()      # cut on line ends, counted in lines
+    out = common.cap_bytes(lines[:60], lines[-60:], len(lines), cap=100, lines=18000)
+    assert out == ("0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\n15\n16\n17\n18\n19"
+                   "\n[… 18,000 lines, 96.9 KB: the first 20 and last 8 lines kept]\n"
+                   "17992\n17993\n17994\n17995\n17996\n17997\n17998\n17999\n")
 
 
 def test_cap_text():
     assert common.cap_text("short", cap=10) == "short"
     out = common.cap_text("é" * 10, cap=8)      # 20 bytes
-    assert out == "éé\n[... 12 bytes cut: output was 20 bytes, showing the first 4 and the last 4 ...]\néé"
+    assert out == "éé\n[… 1 line, 20 bytes: the first 4 and last 4 bytes kept]\néé"

@@ -52,6 +52,7 @@ def results(proc, data):
 
 PASTE_ON, PASTE_OFF = b"\x1b[?2004h", b"\x1b[?2004l"
 
+DECLINE_LINE = b"instead (Enter: just decline): "
 SGR = re.compile(rb"\x1b\[[0-9;]*m")
 
 
@@ -97,6 +98,13 @@ class Term:
 
     def send(self, keys):
         os.write(self.master, keys)
+
+    def decline(self, key=b"n"):
+        """Answer no (key), then Enter alone at the line it opens for an instruction."""
+        before = self.seen.count(DECLINE_LINE)
+        self.send(key)
+        self.expect(DECLINE_LINE, before + 1)
+        self.send(b"\r")
 
     def finish(self):
         out, err = self.p.communicate(timeout=30)

@@ -11,8 +11,9 @@ Reads a panto stream, passes it through unchanged, runs the tool uses of the
 leaf assistant entry that have no result yet (in the working directory) and
 appends one user entry with a toolResult per use. bash, write and edit (and
 read outside the working directory) ask on the terminal, one key: y(es),
-n(o), a(lways: the rule the question names, for this run) or v(iew all of a
-write or edit the question cuts), unless a rule allows the call. Rules come
+n(o), a then Enter or A (always: the rule the question names, for this run)
+or v(iew all of a write or edit the question cuts), unless a rule allows the
+call. Rules come
 from the user's $XDG_CONFIG_HOME/panto/allow, PANTO_ALLOW_FILE and --rule.
 
 Options:
@@ -23,7 +24,10 @@ Options:
   --rule=RULE          Also allow what RULE allows (bash:WORDS, write or edit).
   --no-rule-files      Read neither the user's allow file nor PANTO_ALLOW_FILE.
   --granted-fd=FD      Write each rule "always" adds, one a line, to the open
-                       file descriptor FD (commands never get it).
+                       file descriptor FD (commands never get it); with it,
+                       Esc while a call runs stops it as Ctrl-C does, and
+                       other keys typed meanwhile are written there too
+                       (a line keys:HEX) for the program that started it.
   --check              Print `allow RULE` (exit 0) or `ask: WHY` (exit 1): what
                        the rules say of the bash command line COMMAND.
   --list               Print the JSON schemas of the built-in tools.
@@ -65,9 +69,9 @@ def main(argv=None):
             raise ValueError
     except ValueError:
         raise UsageError(f"--timeout must be a positive number of seconds, not '{args['--timeout']}'") from None
-    report = granted_channel(args["--granted-fd"])
+    channel = granted_channel(args["--granted-fd"])
     return run(args["--yes"], timeout, live=args["--live"] or (not args["--quiet"] and sys.stderr.isatty()),
-               rules=rules, report=report)
+               rules=rules, channel=channel)
 
 
 def load_rules(args):
@@ -102,7 +106,7 @@ def check(command, rules):
 
 
 def granted_channel(fd_text):
-    """report(rule) writing to --granted-fd (kept from every command), or None."""
+    """A Channel writing to --granted-fd (kept from every command), or None."""
     from pantolib.errors import UsageError
 
     if fd_text is None:
@@ -115,16 +119,31 @@ def granted_channel(fd_text):
         os.set_inheritable(fd, False)
     except (ValueError, OSError):
         raise UsageError(f"--granted-fd: '{fd_text}' is not an open file descriptor above 2") from None
+    return Channel(fd)
 
-    def report(rule):
+
+class Channel:
+    """What panto-tool tells the program that started it (--granted-fd), one
+    line each: the rules "always" adds, and keys typed while a call ran."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def _line(self, text):
         try:
-            os.write(fd, (rule.text + "\n").encode("utf-8", "surrogateescape"))
+            os.write(self.fd, (text + "\n").encode("utf-8", "surrogateescape"))
         except OSError:
             pass     # panto is gone: the rule still holds for this run of panto-tool
-    return report
+
+    def rule(self, rule):
+        self._line(rule.text)
+
+    def keys(self, data):
+        if data:
+            self._line("keys:" + data.hex())
 
 
-def run(yes, timeout, live, rules=None, report=None):
+def run(yes, timeout, live, rules=None, channel=None):
     from pantolib import signals, stream
     from pantolib.conversation import Session
     from pantolib.tools import runner
@@ -138,9 +157,12 @@ def run(yes, timeout, live, rules=None, report=None):
             cli.warn(NAME, "interrupted before the calls ran (none was run)")
         return signals.status()
     cwd = os.getcwd()
-    approver = runner.Approver(yes=yes, rules=rules, report=report)
+    # the questions follow the calls' display in order when it is on a terminal
+    ask_on = 2 if live and os.isatty(2) else None
+    approver = runner.Approver(yes=yes, rules=rules, report=channel and channel.rule, out=ask_on)
     try:
-        entry, interrupted = runner.answer(session, approver, runner.Display(live, cwd),
+        entry, interrupted = runner.answer(session, approver,
+                                           runner.Display(live, cwd, keep=channel and channel.keys),
                                            cwd=cwd, timeout=timeout)
     finally:
         approver.close()

@@ -73,8 +73,11 @@ def check(name, input_text):
     return args, None
 
 
-def run(name, input_text, cwd=None, timeout=None, env=None):
-    """Run one tool call: (content_text, is_error). Never raises for a bad call."""
+def run(name, input_text, cwd=None, timeout=None, env=None, watch=None, record=None):
+    """Run one tool call: (content_text, is_error). Never raises for a bad call.
+    watch(bytes): told what a bash command prints as it prints it (b"" now
+    and then while it is quiet), for a live display. record: a dict that a
+    write or edit fills with the result's `undo` field (pantolib.undo)."""
     from pantolib.secrets import env_keys
     from pantolib.tools.common import CAP, ToolError, cap_text, redact
 
@@ -85,7 +88,9 @@ def run(name, input_text, cwd=None, timeout=None, env=None):
         content, err = problem, True
     else:
         try:
-            content, err = _module(name).run(args, cwd, timeout=timeout)
+            extra = {"watch": watch} if watch is not None and name == "bash" else \
+                {"record": record} if record is not None and name in ("write", "edit") else {}
+            content, err = _module(name).run(args, cwd, timeout=timeout, **extra)
         except (ToolError, ValueError) as e:   # ValueError: a NUL in a path
             content, err = str(e), True
         except OSError as e:

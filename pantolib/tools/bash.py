@@ -58,7 +58,8 @@ def _kill_group(proc, sig=signal.SIGKILL):
         pass
 
 
-def run(args, cwd, timeout=None):
+def run(args, cwd, timeout=None, watch=None):
+    """watch(bytes): what the command prints, as it comes (b"" while it is quiet)."""
     command = args["command"]
     limit = _limit(args, timeout)
     out = _Output()
@@ -68,7 +69,7 @@ def run(args, cwd, timeout=None):
     try:
         if hit:
             raise KeyboardInterrupt
-        timed_out = _collect(proc, sel, out, started + limit)
+        timed_out = _collect(proc, sel, out, started + limit, watch or _nothing)
     except KeyboardInterrupt:
         raise _stop(proc, sel, out, started) from None
     finally:
@@ -92,14 +93,15 @@ def _limit(args, timeout):
 
 class _Output:
     """What the command prints, capped: the first and the last CAP/2 bytes
-    kept, all of them counted."""
+    kept, all of them and their lines counted."""
 
     def __init__(self):
-        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self.head, self.tail, self.total, self.lines = bytearray(), bytearray(), 0, 0
         self.half = CAP // 2
 
     def keep(self, chunk):
         self.total += len(chunk)
+        self.lines += chunk.count(b"\n")
         if len(self.head) < self.half:
             take = self.half - len(self.head)
             self.head += chunk[:take]
@@ -110,7 +112,7 @@ class _Output:
                 del self.tail[:-self.half]
 
     def text(self):
-        return cap_bytes(bytes(self.head), bytes(self.tail), self.total)
+        return cap_bytes(bytes(self.head), bytes(self.tail), self.total, lines=self.lines)
 
 
 def _start(command, cwd):
@@ -130,7 +132,11 @@ def _start(command, cwd):
     return proc, hit
 
 
-def _collect(proc, sel, out, deadline):
+def _nothing(chunk):
+    pass
+
+
+def _collect(proc, sel, out, deadline, watch):
     """Read what the command prints into out until the shell has exited and
     the pipe is closed (or, when something it started still holds the pipe,
     LINGER after the shell exited). True when the deadline came first."""
@@ -147,11 +153,13 @@ def _collect(proc, sel, out, deadline):
             break   # the shell is gone; something it started still holds the pipe
         wait = min(deadline - now, 0.05 if exited_at is None else LINGER)
         if not sel.select(wait):
+            watch(b"")
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
         out.keep(chunk)
+        watch(chunk)
     try:    # the output is closed: let the shell finish
         proc.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:

@@ -9,7 +9,7 @@ from pantolib import files
 CAP = 50 * 1024          # bytes of output a tool result may carry
 # the notes the tools put where they cut output (cap_bytes, read.py): a piece
 # of a key left at one of these cuts is hidden too
-_CUT = re.compile(r"(\n\[\.\.\. \d+ bytes cut: [^\n]*\.\.\.\]\n| \[line cut at 50 KB\])")
+_CUT = re.compile(r"(\n\[… [\d,]+ lines?, [^\n]* kept\]\n| \[line cut at 50 KB\])")
 # files under the home directory that are asked about even inside the working directory
 PRIVATE = (".ssh", ".gnupg", ".aws", ".netrc")
 
@@ -153,15 +153,40 @@ def replace_file(path, data, shown):
     return st is not None
 
 
-def cap_bytes(head, tail, total, cap=CAP):
-    """Join a kept head and tail of `total` bytes of output, with a note of the cut."""
+def cap_bytes(head, tail, total, cap=CAP, lines=None):
+    """Join a kept head and tail of `total` bytes of output (`lines` lines:
+    None counts those of head and tail), with a note of what was cut:
+    `[… 18,000 lines, 2.1 MB: the first 200 and last 400 lines kept]`. The
+    cut falls on line ends when the kept parts hold any, else inside a line
+    (then the note counts bytes kept)."""
     if total <= cap:
         return (head + tail).decode("utf-8", "replace")
     half = cap // 2
     h, t = head[:half], tail[-half:] if tail else b""
-    cut = total - len(h) - len(t)
-    note = f"\n[... {cut} bytes cut: output was {total} bytes, showing the first {len(h)} and the last {len(t)} ...]\n"
-    return h.decode("utf-8", "replace") + note + t.decode("utf-8", "replace")
+    nl = b"\n"
+    if lines is None:
+        lines = h.count(nl) + t.count(nl)
+    last = t or h
+    lines += 1 if last and not last.endswith(nl) else 0     # a last line without its end
+    if h.rfind(nl) >= 0 and (not t or t.find(nl) >= 0):
+        h = h[:h.rfind(nl) + 1]
+        t = t[t.find(nl) + 1:] if t else t
+        tail_lines = t.count(nl) + (1 if t and not t.endswith(nl) else 0)
+        kept = f"the first {h.count(nl):,} and last {tail_lines:,} lines kept"
+    else:
+        kept = f"the first {len(h):,} and last {len(t):,} bytes kept"
+    note = f"\n[… {lines:,} line{'s' * (lines != 1)}, {size(total)}: {kept}]\n"
+    return h.decode("utf-8", "replace").removesuffix("\n") + note + t.decode("utf-8", "replace")
+
+
+def size(n):
+    """Bytes for a person: 980 bytes, 51.2 KB, 2.1 MB (powers of 1000)."""
+    if n < 1000:
+        return f"{n} byte{'s' * (n != 1)}"
+    for unit in ("KB", "MB", "GB"):
+        n /= 1000
+        if n < 1000 or unit == "GB":
+            return f"{n:.1f} {unit}"
 
 
 def cap_text(text, cap=CAP):
@@ -169,4 +194,4 @@ def cap_text(text, cap=CAP):
     data = text.encode("utf-8", "surrogateescape")
     if len(data) <= cap:
         return text
-    return cap_bytes(data[: cap // 2], data[-(cap // 2):], len(data), cap)
+    return cap_bytes(data[: cap // 2], data[-(cap // 2):], len(data), cap, data.count(b"\n"))

@@ -37,12 +37,14 @@ def span(start, new):
     return start + max(lines, 0)
 
 
-def run(args, cwd, timeout=None):
+def run(args, cwd, timeout=None, record=None):
+    """record: a dict given the result's `undo` field (pantolib.undo)."""
     name, old, new = args["path"], args["old_text"], args["new_text"]
     if not old:
         raise ToolError("'old_text' is empty (use the write tool to create a file)")
     path = resolve(name, cwd)
-    text = read_regular(path, name, MAX_FILE).decode("utf-8", "surrogateescape")
+    raw = read_regular(path, name, MAX_FILE)
+    text = raw.decode("utf-8", "surrogateescape")
     first = text.find(old)
     if first < 0:
         hint = ""
@@ -59,7 +61,15 @@ def run(args, cwd, timeout=None):
         raise ToolError(f"'old_text' occurs {count} times in '{name}' (at lines {', '.join(at)}); "
                         "include more surrounding text so that it matches exactly once")
     result = text[:first] + new + text[first + len(old):]
-    replace_file(path, result.encode("utf-8", "surrogateescape"), name)
+    data = result.encode("utf-8", "surrogateescape")
+    kept = None
+    if record is not None:
+        from pantolib import undo
+
+        kept = undo.record_safely(path, raw, data)     # before the file changes
+    replace_file(path, data, name)
+    if kept:
+        record.update(kept)
     start = line_of(text, first)
     if not new:
         return f"edited '{name}': removed the text at line {start}", False

@@ -74,9 +74,12 @@ def call(use, args, style, cwd=None, whole=False):
         if len(rows) == 1 and len(command) <= WIDTH:
             return [header(name, command, style)]
         return [header(name, "", style)] + ["  " + r for r in rows]
-    out = [header(name, summary(name, args), style)]
+    before = existing(args, cwd) if name == "write" else None
+    out = [header(name, summary(name, args) + (" — replaces an existing file" if before is not None else ""), style)]
     if name == "edit":
         out += diff(args, cwd, style)
+    elif before is not None:
+        out += write_diff(before, str(args.get("content", "")), style)
     elif whole:
         content = lines_of(str(args.get("content", "")))
         out += [style(DIM, "  " + _cut(visible(r), LINE)) for r in content[:PREVIEW]]
@@ -111,6 +114,59 @@ def _whole_lines(args, cwd):
     return before + old + after, before + new + after, text.count("\n", 0, begin) + 1
 
 
+def existing(args, cwd):
+    """The text of the file a write would replace, or None (no such file, not
+    a regular file, too large, or no working directory to resolve it in)."""
+    if cwd is None:
+        return None
+    from pantolib.tools.common import ToolError, read_regular, resolve
+    from pantolib.tools.edit import MAX_FILE
+
+    try:
+        return read_regular(resolve(str(args.get("path", "")), cwd), "", MAX_FILE).decode("utf-8", "replace")
+    except (OSError, ValueError, ToolError):
+        return None
+
+
+def write_diff(old, new, style, limit=DIFF, width=LINE, context=3):
+    """What a write changes in an existing file: the changed lines with
+    `context` lines around them, numbered as in the file (old numbers for
+    removed lines, new ones for the others), `⋮` between distant changes."""
+    import difflib
+
+    a, b = lines_of(old) if old else [], lines_of(new) if new else []
+    rows = []
+    for n, group in enumerate(difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context)):
+        if n:
+            rows.append(("⋮", None, ""))
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                rows += [(" ", j1 + k, b[j1 + k]) for k in range(i2 - i1)]
+                continue
+            rows += [("-", i, a[i]) for i in range(i1, i2)]
+            rows += [("+", j, b[j]) for j in range(j1, j2)]
+    return _numbered(rows, 1, max(len(a), len(b)), style, limit, width)
+
+
+def _numbered(rows, first, count, style, limit, width):
+    """Diff rows (mark, index, text) as lines: numbered from first, coloured,
+    at most `limit` of them (None: all), each cut at `width` characters."""
+    if not rows:
+        return [style(DIM, "  (no change)")]
+    out = []
+    digits = len(str((first or 1) + count))
+    for mark, index, text in (rows[:limit] if limit else rows):
+        if mark == "⋮":
+            out.append(style(DIM, f"  {' ' * digits} ⋮"))
+            continue
+        number = f"{first + index:>{digits}}" if first else " " * digits
+        line = f"  {number} {mark} {_cut(visible(text), width) if width else visible(text)}".rstrip()
+        out.append(style({"-": RED, "+": GREEN, " ": DIM}[mark], line))
+    if limit and len(rows) > limit:
+        out.append(style(DIM, f"  … ({len(rows) - limit} more lines of the diff)"))
+    return out
+
+
 def diff(args, cwd, style, limit=DIFF, width=LINE):
     """An edit as a diff of whole lines, numbered as in the file (old numbers
     for removed lines, new ones for added and unchanged lines): at most
@@ -127,17 +183,7 @@ def diff(args, cwd, style, limit=DIFF, width=LINE):
             continue
         rows += [("-", i, a[i]) for i in range(i1, i2)]
         rows += [("+", j, b[j]) for j in range(j1, j2)]
-    if not rows:
-        return [style(DIM, "  (no change)")]
-    out = []
-    digits = len(str((first or 1) + max(len(a), len(b))))
-    for mark, index, text in (rows[:limit] if limit else rows):
-        number = f"{first + index:>{digits}}" if first else " " * digits
-        line = f"  {number} {mark} {_cut(visible(text), width) if width else visible(text)}".rstrip()
-        out.append(style({"-": RED, "+": GREEN, " ": DIM}[mark], line))
-    if limit and len(rows) > limit:
-        out.append(style(DIM, f"  … ({len(rows) - limit} more lines of the diff)"))
-    return out
+    return _numbered(rows, first, max(len(a), len(b)), style, limit, width)
 
 
 def result(name, content, is_error, style):

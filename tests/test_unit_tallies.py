@@ -251,7 +251,7 @@ def test_the_lineage_of_a_file_is_kept_in_the_cache_and_survives_growth(tmp_path
     head = orjson.loads(header(tmp_path))
     head.update(source={"agent": "codex", "path": "/x", "id": "y"}, parentSession="p-1", relation="subagent")
     path.write_bytes(orjson.dumps(head) + b"\n" + _turn(0))
-    name = str(path)
+    name = settled(str(path))      # so the entry below is believed on identity
     first = tallies.Files(PRICES)
     assert first.read(name, os.stat(name)).lineage == ("codex", "p-1", "subagent")
     first.save()
@@ -262,7 +262,7 @@ def test_the_lineage_of_a_file_is_kept_in_the_cache_and_survives_growth(tmp_path
     grown = tallies.Files(PRICES)
     got = grown.read(name, os.stat(name))
     assert got.lineage == ("codex", "p-1", "subagent") and _tokens(got) == (2, 20, 10)
-    grown.entries[name][11] = ["codex", 5, None]
+    grown.entries[name][12] = ["codex", 5, None]
     assert grown.read(name, os.stat(name)).lineage == ("codex", "p-1", "subagent")
     plain = _session(tmp_path / "plain.jsonl")
     assert tallies.Files(PRICES).read(plain, os.stat(plain)).lineage == ("panto", None, None)

@@ -377,11 +377,10 @@ class Agent:
 
         from pantolib.conversation import NO_REPLY
 
-        from pantolib import stream
+        from pantolib import compaction, stream
 
         leaf = t.session.leaf_message() if t.session is not None and self.state.path else None
-        if (leaf is None or t.session.leaf != leaf["id"] or leaf["message"]["role"] != "user"
-                or not any(b.get("type") == "text" for b in leaf["message"]["content"])):
+        if leaf is None or t.session.leaf != leaf["id"] or not compaction.is_prompt(leaf):
             return
         record = {"type": NO_REPLY, "reason": "cancelled" if t.cancelled or self.irq.count else "failed"}
         statuses, data = Pipeline([self.plumbing.sink()], stdin_data=orjson.dumps(record) + b"\n").run()
@@ -570,9 +569,10 @@ def set_aside_from(session):
 
 def last_prompt_entry(session):
     """The last user entry with text on the session's path, or None."""
+    from pantolib import compaction
+
     for e in reversed(session.message_entries()):
-        m = e["message"]
-        if m["role"] == "user" and any(b.get("type") == "text" for b in m["content"]):
+        if compaction.is_prompt(e):
             return e
     return None
 

@@ -57,11 +57,12 @@ class Repl:
         return t.session
 
     def show_last_exchange(self, session):
+        from pantolib import compaction
+
         entries = session.message_entries()
         start = 0
         for i in range(len(entries) - 1, -1, -1):
-            m = entries[i]["message"]
-            if m["role"] == "user" and any(b.get("type") == "text" for b in m["content"]):
+            if compaction.is_prompt(entries[i]):
                 start = i
                 break
         for e in entries[start:]:

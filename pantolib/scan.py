@@ -166,10 +166,21 @@ def role_of(obj):
     return None
 
 
+# Text a user message carries that the person did not type: a file attached
+# with @PATH (panto's mentions), and the context another agent injects as a
+# user message (Codex's environment, its AGENTS.md and user instructions).
+# Such text is never a session's title (SPEC §12).
+NOT_TYPED = ("[file @", "<environment_context>", "<user_instructions>", "# AGENTS.md instructions for ")
+
+
 def first_text(obj):
+    """The first text of a user message that the person typed (not NOT_TYPED), cut
+    at PROMPT_MAX; None when it has none."""
     for block in obj["message"]["content"]:
         if block.get("type") == "text" and isinstance(block.get("text"), str):
-            return block["text"][:PROMPT_MAX]
+            text = block["text"]
+            if not text.lstrip().startswith(NOT_TYPED):
+                return text[:PROMPT_MAX]
     return None
 
 

@@ -3,7 +3,7 @@ import uuid
 
 import orjson
 from builders import lines
-from conftest import log
+from conftest import log, run
 from fixtures.records import (CX_SID, cx, cx_context, cx_item, cx_meta, cx_msg, cx_session, cx_tokens, write)
 
 from pantolib.agents import codex
@@ -11,6 +11,12 @@ from pantolib.agents import codex
 
 def stream_of(path, *extra):
     p = log("import", *extra, str(path))
+    assert p.returncode == 0, p.stderr
+    return lines(p.stdout)
+
+
+def log_ls(*args):
+    p = run(["panto-ls", *args])
     assert p.returncode == 0, p.stderr
     return lines(p.stdout)
 
@@ -72,6 +78,26 @@ def test_developer_and_injected_messages_compaction_and_thread_name(tmp_path):
     assert comp["type"] == "compaction" and comp["summary"] == "we fixed it" and "usage" not in comp
     assert comp["model"] == "gpt-5"
     assert out[6]["type"] == "sessionInfo" and out[6]["name"] == "Fix"
+
+
+def test_injected_context_is_never_the_title(tmp_path):
+    """Codex's environment and instructions, sent as user messages, are not what
+    the person typed: panto-ls titles the session by its first real prompt."""
+    T = "2025-09-01T10:00:0"
+    f = write(tmp_path / "r.jsonl", [
+        cx_meta(),
+        cx_msg(T + "0.100Z", "user", "# AGENTS.md instructions for /home/u/cx\n\n<INSTRUCTIONS>be brief</INSTRUCTIONS>"),
+        cx_msg(T + "0.200Z", "user", "<environment_context>\n<cwd>/home/u/cx</cwd>\n</environment_context>"),
+        cx_context(T + "1.000Z", model="gpt-5"),
+        cx_msg(T + "1.100Z", "user", "fix the refresh bug"),
+        cx_msg(T + "1.500Z", "assistant", "done"),
+        cx_tokens(T + "1.600Z", (10, 0, 5, 0), (10, 0, 5, 0)),
+    ])
+    p = log("import", str(f))
+    assert p.returncode == 0, p.stderr
+    assert log("append", input=p.stdout).returncode == 0
+    listed = log_ls("--all", "--json")
+    assert [(s["agent"], s["firstPrompt"]) for s in listed] == [("codex", "fix the refresh bug")]
 
 
 def test_a_turn_without_its_token_count_waits_and_any_split_gives_one_runs_output(tmp_path):

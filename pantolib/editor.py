@@ -66,9 +66,11 @@ class LineEditor:
         return True
 
     # -- editing -------------------------------------------------------------
-    def read(self, prompt, initial="", history=True):
+    def read(self, prompt, initial="", history=True, entered=None):
         """Keys typed before the prompt appeared (while a turn ran, unechoed)
-        are read first, as if typed now; history: Up/Down go through it."""
+        are read first, as if typed now; history: Up/Down go through it.
+        entered: called at Enter while the terminal is still raw, so that
+        from the moment it is a signal again a Ctrl-C is the next turn's."""
         import termios
 
         try:
@@ -85,6 +87,8 @@ class LineEditor:
                 except KeyboardInterrupt:   # a SIGINT from outside
                     key = "\x03"
                 if self._handle(key):
+                    if entered is not None:
+                        entered()
                     self.keys.drain()   # typed since: raw, so a Ctrl-C among them is a key
                     return self.line.text
         finally:

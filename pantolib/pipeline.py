@@ -57,6 +57,10 @@ class Interrupts:
     def __call__(self, signum=None, frame=None):
         self.count += 1
 
+    def reset(self):
+        """Enter: what counts is from now on."""
+        self.count = 0
+
     def __enter__(self):
         self.count = 0
         self._previous = signal.signal(signal.SIGINT, self)

@@ -128,7 +128,7 @@ class Repl:
                             line, first = first, None
                             self.say("> " + terminal.visible(line), BOLD)
                         else:
-                            line = self.screen.read_line()
+                            line = self.screen.read_line(entered=self.agent.irq.reset)
                     except (terminal.Edit, KeyboardInterrupt) as e:
                         # Ctrl-C at the prompt, or just before it (then a signal)
                         how, text = (e.how, e.text) if isinstance(e, terminal.Edit) else ("interrupt", "")
@@ -140,7 +140,6 @@ class Repl:
                         if interrupts >= 2:
                             self.say("(to quit, press Ctrl-D or type /quit)", DIM)
                         continue
-                    self.agent.irq.count = 0      # Enter: what counts is from now on
                     interrupts = 0
                     if line.strip() and not self.take(line) or signals.ending():
                         return

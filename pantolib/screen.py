@@ -75,9 +75,11 @@ class Screen:
                         height=lambda: terminal.size(self.out.fileno())[1] if self.tty else 24)
 
     # -- input -------------------------------------------------------------------------
-    def read_line(self):
+    def read_line(self, entered=None):
         """A prompt: the line editor's text (starting from prefill), or a line of
-        stdin with its continuations (a line ending in \\); Edit("eof") at the end."""
+        stdin with its continuations (a line ending in \\); Edit("eof") at the end.
+        entered: called when the line is taken (the line editor: at Enter,
+        before the terminal is given back its line mode)."""
         if self.editor is not None:
             initial, self.prefill = self.prefill, ""
             prompt = (BOLD + "> " + RESET) if self.color else "> "
@@ -85,7 +87,7 @@ class Screen:
             # panto-tool, the editor of /edit) may have turned it off
             self.out.flush()
             self.editor.write(terminal.PASTE_ON)
-            text = self.editor.read(prompt, initial)
+            text = self.editor.read(prompt, initial, entered=entered)
             if not self.tty:    # the prompt went to the terminal: the transcript gets it too
                 self.out.write("> " + text + "\n")
             return text
@@ -98,6 +100,8 @@ class Screen:
             if not more:
                 break
             text = text[:-1] + "\n" + more.rstrip("\n")
+        if entered is not None:
+            entered()
         if self.echo:
             self.out.write("> " + text + "\n")
             self.out.flush()

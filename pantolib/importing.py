@@ -213,6 +213,7 @@ class Billing:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA mmap_size=268435456")
+        db.execute("PRAGMA cache_size=-65536")      # KiB: the keys of ~1M responses stay in memory
         db.execute("CREATE TABLE IF NOT EXISTS paid2 (key INTEGER PRIMARY KEY, session TEXT NOT NULL)")
         return db
 
@@ -246,26 +247,38 @@ class Billing:
         return int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
                               "big") >> 1
 
-    def payer(self, billing, sid):
-        """The session that paid for this response (sid when it is the first).
-        Within one file a response comes once (the reader sees to it), so the
-        keys of a file's first copies are written together at `commit`."""
+    def payers(self, billings, sid):
+        """The session that paid for each response named in billings (sid
+        where this is the first copy), looked up together: one query for
+        the lot. Within one file a response comes once (the reader sees to
+        it), so the keys of a file's first copies are written together at
+        `flush`."""
         if self.db is None:
             self._open()
-        mid, rid, side = (list(billing) + [None, None, False])[:3]
         key = self._key
-        m = key(f"m:{mid}")
-        if side:
-            row = self.db.execute("SELECT session FROM paid2 WHERE key = ?", (m,)).fetchone()
-        else:
-            p, sd = key(f"p:{mid}\0{rid}"), key(f"s:{mid}")
-            row = self.db.execute("SELECT session FROM paid2 WHERE key IN (?, ?) LIMIT 1", (p, sd)).fetchone()
-        if row is not None:
-            return row[0]
-        self.new += [(m, sid), (key(f"s:{mid}"), sid)] if side else [(p, sid), (m, sid)]
+        asks = []
+        for b in billings:
+            mid, rid, side = (list(b) + [None, None, False])[:3]
+            m, s = key(f"m:{mid}"), key(f"s:{mid}")
+            asks.append((side, m, s, None if side else key(f"p:{mid}\0{rid}")))
+        wanted = list({k for side, m, s, p in asks for k in ((m,) if side else (p, s))})
+        known = {}
+        for i in range(0, len(wanted), 500):
+            part = wanted[i:i + 500]
+            known.update(self.db.execute(f"SELECT key, session FROM paid2 WHERE key IN "
+                                         f"({','.join('?' * len(part))})", part).fetchall())
+        out = []
+        for side, m, s, p in asks:
+            found = known.get(m) if side else known.get(p, known.get(s))
+            if found is None:
+                new = [(m, sid), (s, sid)] if side else [(p, sid), (m, sid)]
+                self.new += new
+                known.update(new)
+                found = sid
+            out.append(found)
         if len(self.new) > 3000:      # a huge file: memory stays bounded (a key found later is its own)
             self._write()
-        return sid
+        return out
 
     def flush(self):
         """Write the keys of first copies met since the last flush (in the open transaction)."""
@@ -317,6 +330,7 @@ class Summary:
 
 
 IN_FLIGHT = 8      # sessions whose sync runs while the next sources are read
+COMMIT_EVERY = 256  # synced sessions whose billing is committed (and records saved) together
 
 
 def everything(names, dry_run, verbose, warn, env=None):
@@ -390,6 +404,7 @@ class _Run:
         self.pool = None
         self.jobs = []            # (source, stat, job, future of its sync)
         self.saves = []           # (source, stat, future of its record's save)
+        self.synced = []          # (source, stat, job): synced, their records to save after the next commit
         self.dirs = set()
 
     def submit(self, source, st, job):
@@ -402,8 +417,8 @@ class _Run:
             self._settle(IN_FLIGHT)
 
     def _settle(self, n):
-        """The oldest n jobs: their syncs done, who paid for their responses
-        committed (once for them all), then their records saved."""
+        """The oldest n jobs: their syncs done; once COMMIT_EVERY are (or at
+        the end), _commit."""
         group, self.jobs = self.jobs[:n], self.jobs[n:]
         done = []
         for source, st, job, future in group:
@@ -415,7 +430,16 @@ class _Run:
             except (PantoError, OSError) as e:
                 self.warn(f"{source}: {getattr(e, 'strerror', None) or e}")
                 self.summary.failed += 1
+        self.synced += done
+        if len(self.synced) >= COMMIT_EVERY or not self.jobs:
+            self._commit()
+
+    def _commit(self):
+        """Who paid for the synced sessions' responses committed (once for
+        many: each commit rewrites the pages its keys fell on), then their
+        records saved."""
         self.billing.commit()
+        done, self.synced = self.synced, []
         for source, st, job in done:        # saved by the pool too: a new file's creation waits on the journal
             self.saves.append((source, st, self.pool.submit(save, source, job.record(), self.env)))
         while len(self.saves) > 4 * IN_FLIGHT:
@@ -495,6 +519,23 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
     sid = rec.get("sid") if rec and start else None
     added = 0
     existed = start > 0
+    held, billed = [], []       # entries waiting for who paid for their responses (asked together)
+
+    def let_go():
+        nonlocal added
+        payers = billing.payers([b for _, b in billed], sid) if billed else ()
+        for (obj, _), payer in zip(billed, payers):
+            if payer != sid:
+                obj.pop("usage", None)
+                if type(obj.get("message")) is dict:
+                    obj["message"].pop("usage", None)
+                obj["billedIn"] = payer
+        for obj in held:
+            if batch.add(stream.dumps(obj), obj):
+                added += 1
+        held.clear()
+        billed.clear()
+
     try:
         for obj in reader:
             if obj.get("type") == "session":
@@ -509,17 +550,18 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
                     raise PantoError("the source gave entries before its session header")
                 batch = session.Batch(target, None, None, env=env, warn=warn, sync_dir=False)
             b = obj.pop("_billing", None)
-            if b is not None and sid is not None and not dry_run:
-                payer = billing.payer(b, sid)
-                if payer != sid:
-                    obj.pop("usage", None)
-                    if type(obj.get("message")) is dict:
-                        obj["message"].pop("usage", None)
-                    obj["billedIn"] = payer
             if dry_run:
                 added += 1
-            elif batch.add(stream.dumps(obj), obj):
-                added += 1
+                continue
+            held.append(obj)
+            if b is not None and sid is not None:
+                billed.append((obj, b))
+                if len(billed) >= 256:
+                    let_go()
+            elif not billed:
+                let_go()
+        if held:
+            let_go()
     except BaseException:
         if batch is not None:
             batch.close()

@@ -118,6 +118,27 @@ def test_a_response_copied_into_another_file_or_a_sidechain_is_paid_once(agents_
     assert third[0]["parentSession"] == CC_SID and third[0]["relation"] == "subagent"
 
 
+def test_a_long_resumed_copy_is_paid_once_in_the_order_written(agents_home):
+    """Who paid is asked for many responses at once: the entries wait in order."""
+    write(cc_path(agents_home), cc_session(n=400))
+    resumed = cc_session(n=300) + cc_session(B_SID, n=100, start=1000)
+    resumed[900]["parentUuid"] = resumed[899]["uuid"]
+    for r in resumed:
+        r["sessionId"] = B_SID
+    write(cc_path(agents_home, B_SID), resumed)
+    assert run_all() == ("panto-log: 2 sessions (2 new, 0 grown, 0 unchanged), added 1600 entries; "
+                         "skipped: split line 800")
+    second = lines(read(session_file(B_SID, "/home/u/proj")))[1:]
+    assert [o.get("parentId") for o in second[1:]] == [o["id"] for o in second[:-1]]
+    texts = [o["message"]["content"][0]["text"] for o in second]
+    assert texts[:4] == ["question 0", "answer 0", "question 1", "answer 1"]
+    assert texts[598:602] == ["question 299", "answer 299", "question 1000", "answer 1000"]
+    replies = [o for o in second if o["message"]["role"] == "assistant"]
+    assert all(o.get("billedIn") == CC_SID and "usage" not in o["message"] for o in replies[:300])
+    assert [o["message"]["usage"]["output"] for o in replies[300:]] == [20 + i for i in range(1000, 1100)]
+    assert not any("billedIn" in o for o in lines(read(session_file(CC_SID, "/home/u/proj"))))
+
+
 def test_dry_run_and_from_and_an_unreadable_agent_directory(agents_home):
     write(cc_path(agents_home), cc_session(n=1))
     write(cx_path(agents_home), cx_session(n=1))

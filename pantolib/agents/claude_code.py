@@ -17,7 +17,7 @@ it waits for the next run. `start`/`end` are byte offsets.
 """
 import os
 
-from pantolib import agents
+from pantolib.agents import common
 
 NAME = "claude-code"
 PROVIDER, API = "anthropic", "anthropic_messages"
@@ -64,9 +64,9 @@ def find(env):
 
 
 def _stamp(raw):
-    obj = agents.parse(raw)
+    obj = common.parse(raw)
     if isinstance(obj, dict):
-        return agents.iso(obj.get("timestamp")) or ""
+        return common.iso(obj.get("timestamp")) or ""
     return ""
 
 
@@ -75,7 +75,7 @@ def order_key(path):
     first = last = ""
     try:
         with open(path, "rb") as f:
-            for _, _, _, raw in agents.records(f):
+            for _, _, _, raw in common.records(f):
                 first = _stamp(raw)
                 if first:
                     break
@@ -101,7 +101,7 @@ def sources(env):
 
 def sniff(head):
     for raw in head.split(b"\n")[:20]:
-        obj = agents.parse(raw)
+        obj = common.parse(raw)
         if not isinstance(obj, dict):
             continue
         t = obj.get("type")
@@ -127,13 +127,13 @@ def _usage(u, model):
         return None
     cc = u.get("cache_creation")
     one_h = cc.get("ephemeral_1h_input_tokens", 0) if type(cc) is dict else 0
-    return agents.usage(u.get("input_tokens", 0), u.get("output_tokens", 0), u.get("cache_read_input_tokens", 0),
+    return common.usage(u.get("input_tokens", 0), u.get("output_tokens", 0), u.get("cache_read_input_tokens", 0),
                         u.get("cache_creation_input_tokens", 0), 0, one_h)
 
 
 def _image(source):
     if type(source) is dict and source.get("type") == "base64" and isinstance(source.get("data"), str):
-        return agents.image(source.get("media_type") or "application/octet-stream", source["data"])
+        return common.image(source.get("media_type") or "application/octet-stream", source["data"])
     return None
 
 
@@ -184,7 +184,7 @@ def _user_blocks(content, skipped):
                           and (i := _image(p.get("source"))) is not None]
                 inner = [p for p in inner if not (type(p) is dict and p.get("type") == "image")]
             block = {"type": "toolResult", "toolUseId": str(b.get("tool_use_id", "")),
-                     "content": agents.text_of(inner)}
+                     "content": common.text_of(inner)}
             if b.get("is_error") is True:
                 block["isError"] = True
             out.append(block)
@@ -200,7 +200,7 @@ class Reader:
     def __init__(self, source, start=0, state=None):
         self.source, self.start = source, start
         s = state or {}
-        self.ids = agents.Ids(s.get("taken", ()))
+        self.ids = common.Ids(s.get("taken", ()))
         self.last = s.get("last")             # the id of the last entry yielded
         self.model = s.get("model")           # the model of the last reply (stamps prompts)
         self.alias = dict(s.get("alias", {}))  # uuid of a record left out -> the id standing for it
@@ -258,24 +258,24 @@ class Reader:
             source_id = rec.get("agentId") if isinstance(rec.get("agentId"), str) else base[len("agent-"):]
             parent = rec.get("sessionId") if isinstance(rec.get("sessionId"), str) else None
             if parent is not None:
-                parent = agents.session_uuid(NAME, parent)
+                parent = common.session_uuid(NAME, parent)
             relation = "subagent"
         else:
             source_id = base if _is_uuid(base) else str(rec.get("sessionId") or base)
-        self.sid = agents.session_uuid(NAME, source_id)
+        self.sid = common.session_uuid(NAME, source_id)
         self.headed = True
-        return agents.header(self.sid, agents.iso(rec.get("timestamp")) or "1970-01-01T00:00:00.000Z",
+        return common.header(self.sid, common.iso(rec.get("timestamp")) or "1970-01-01T00:00:00.000Z",
                              rec["cwd"], NAME, self.source, source_id, parent, relation)
 
     def __iter__(self):
         pending = []       # the assistant lines of one response not yet complete: (start, rec)
         early = []         # records before the first one that gives the header its cwd
         with open(self.source, "rb") as f:
-            for n, start, end, raw in agents.records(f, self.start):
+            for n, start, end, raw in common.records(f, self.start):
                 if not raw.strip():
                     self.end = end
                     continue
-                rec = agents.parse(raw)
+                rec = common.parse(raw)
                 if not isinstance(rec, dict):
                     self.bad.append((n, rec))
                     if not pending:
@@ -318,15 +318,15 @@ class Reader:
     def _record(self, t, rec, msg, start):
         if t == "user" and type(msg) is dict:
             if self.boundary is not None and rec.get("isCompactSummary") is True:
-                yield self._compaction(self.boundary[1], agents.text_of(msg.get("content")), rec)
+                yield self._compaction(self.boundary[1], common.text_of(msg.get("content")), rec)
                 self.boundary = None
                 return
             yield from self._flush_boundary()
             content = _user_blocks(msg.get("content"), self.skipped)
             eid = self.ids.get(rec["uuid"]) if isinstance(rec.get("uuid"), str) else self.ids.get(f"user@{self.last}")
-            ts = agents.iso(rec.get("timestamp")) or "1970-01-01T00:00:00.000Z"
+            ts = common.iso(rec.get("timestamp")) or "1970-01-01T00:00:00.000Z"
             model = self.model
-            e = agents.message(eid, self._parent(rec.get("parentUuid")), ts, "user", content,
+            e = common.message(eid, self._parent(rec.get("parentUuid")), ts, "user", content,
                                provider=PROVIDER if model else None, model=model, api=API if model else None)
             self.last, self.ts = eid, ts
             yield e
@@ -351,7 +351,7 @@ class Reader:
         eid = self.ids.get(b["uuid"]) if isinstance(b.get("uuid"), str) else self.ids.get(f"compact@{self.last}")
         parent = self._parent(b.get("logicalParentUuid") or b.get("parentUuid"))
         e = {"type": "compaction", "id": eid, "parentId": parent,
-             "timestamp": agents.iso(b.get("timestamp")) or "1970-01-01T00:00:00.000Z",
+             "timestamp": common.iso(b.get("timestamp")) or "1970-01-01T00:00:00.000Z",
              "summary": summary, "firstKeptId": None, "provider": PROVIDER, "model": self.model}
         if self.model is None:
             del e["model"]
@@ -417,18 +417,18 @@ class Reader:
         if stop is None:
             stop_value = "toolUse" if any(b["type"] == "toolUse" for b in content) else "stop"
         else:
-            stop_value = agents.stop_reason(stop)
+            stop_value = common.stop_reason(stop)
         mid, rid = msg.get("id"), first.get("requestId")
         usage = _usage(usage_raw, model)
         billed = None
         if isinstance(mid, str):
-            h = agents._candidate("msg:" + mid, 0)
+            h = common.key_hash("msg:" + mid, 0)
             if h in self.seen:          # the same response again in this file: paid once
                 billed, usage = self.sid, None
             self.seen.add(h)
-        ts = agents.iso(first.get("timestamp")) or "1970-01-01T00:00:00.000Z"
+        ts = common.iso(first.get("timestamp")) or "1970-01-01T00:00:00.000Z"
         self.ts = ts
-        e = agents.message(eid, parent, ts, "assistant", content, provider=PROVIDER, model=model, api=API,
+        e = common.message(eid, parent, ts, "assistant", content, provider=PROVIDER, model=model, api=API,
                            stop=stop_value, usage=usage, billed_in=billed)
         if isinstance(mid, str) and model != "<synthetic>" and billed is None:
             e["_billing"] = [mid, rid if isinstance(rid, str) else None, first.get("isSidechain") is True]

@@ -17,7 +17,7 @@ until then it waits for the next run. `start`/`end` are byte offsets.
 """
 import os
 
-from pantolib import agents
+from pantolib.agents import common
 
 NAME = "codex"
 API = "openai_responses"
@@ -56,7 +56,7 @@ def sources(env):
 
 def sniff(head):
     for raw in head.split(b"\n")[:5]:
-        obj = agents.parse(raw)
+        obj = common.parse(raw)
         if isinstance(obj, dict) and obj.get("type") in ("session_meta", "response_item", "event_msg",
                                                           "turn_context", "compacted") and "payload" in obj:
             return True
@@ -73,7 +73,7 @@ def _usage(c):
     inp, cached, out, reasoning, write = c
     cached = min(cached, inp)
     write = min(write, inp - cached)
-    return agents.usage(inp - cached - write, out, cached, write, reasoning)
+    return common.usage(inp - cached - write, out, cached, write, reasoning)
 
 
 def _text(content):
@@ -97,7 +97,7 @@ def _blocks(content):
             url = c["image_url"]
             if url.startswith("data:") and ";base64," in url:
                 media, data = url[5:].split(";base64,", 1)
-                out.append(agents.image(media, data))
+                out.append(common.image(media, data))
             else:
                 out.append({"type": "text", "text": f"[image: {url}]"})
     return out
@@ -112,8 +112,8 @@ def _output_text(output):
         inner = output.get("content")
         if inner is None:
             inner = output.get("output")
-        return agents.text_of(inner), failed
-    return agents.text_of(output), False
+        return common.text_of(inner), failed
+    return common.text_of(output), False
 
 
 class Reader:
@@ -122,7 +122,7 @@ class Reader:
     def __init__(self, source, start=0, state=None):
         self.source, self.start = source, start
         s = state or {}
-        self.ids = agents.Ids(s.get("taken", ()))
+        self.ids = common.Ids(s.get("taken", ()))
         self.s = {"last": None, "model": None, "provider": "openai", "totals": None, "line": 0, "ts": None,
                   "sid": None, "title": None, "meta": None, "replay": None, "headed": False,
                   "parent_path": None, "matched": 0}
@@ -139,7 +139,7 @@ class Reader:
         self.skipped[kind] = self.skipped.get(kind, 0) + 1
 
     def _ts(self, rec):
-        return agents.iso(rec.get("timestamp")) or self.s["ts"] or "1970-01-01T00:00:00.000Z"
+        return common.iso(rec.get("timestamp")) or self.s["ts"] or "1970-01-01T00:00:00.000Z"
 
     def _entry(self, key, rec, role, content, **kw):
         s = self.s
@@ -147,7 +147,7 @@ class Reader:
         ts = self._ts(rec)
         if role == "user" and s["model"]:
             kw.update(provider=s["provider"], model=s["model"], api=API)
-        e = agents.message(eid, s["last"], ts, role, content, **kw)
+        e = common.message(eid, s["last"], ts, role, content, **kw)
         s["last"], s["ts"] = eid, ts
         return e
 
@@ -155,14 +155,14 @@ class Reader:
         s = self.s
         turn = None          # the model's items of a turn whose token_count has not come: blocks, after, snapshot
         with open(self.source, "rb") as f:
-            for n, start, end, raw in agents.records(f, self.start):
+            for n, start, end, raw in common.records(f, self.start):
                 line = s["line"] + 1
                 if not raw.strip():
                     s["line"] = line
                     if turn is None:
                         self.end = end
                     continue
-                rec = agents.parse(raw)
+                rec = common.parse(raw)
                 if not isinstance(rec, dict):
                     self.bad.append((n, rec))
                     s["line"] = line
@@ -215,9 +215,9 @@ class Reader:
     def _header(self, rec, p):
         s = self.s
         sid_src = str(p.get("id") or os.path.basename(self.source))
-        s["sid"] = agents.session_uuid(NAME, sid_src)
+        s["sid"] = common.session_uuid(NAME, sid_src)
         s["headed"] = True
-        s["meta"] = agents.iso(p.get("timestamp")) or agents.iso(rec.get("timestamp"))
+        s["meta"] = common.iso(p.get("timestamp")) or common.iso(rec.get("timestamp"))
         if isinstance(p.get("model_provider"), str) and p["model_provider"]:
             s["provider"] = p["model_provider"]
         parent = relation = None
@@ -225,16 +225,16 @@ class Reader:
         spawn = spawn.get("subagent") if type(spawn) is dict else None
         spawn = spawn.get("thread_spawn") if type(spawn) is dict else None
         if type(spawn) is dict and isinstance(spawn.get("parent_thread_id"), str):
-            parent, relation = agents.session_uuid(NAME, spawn["parent_thread_id"]), "subagent"
+            parent, relation = common.session_uuid(NAME, spawn["parent_thread_id"]), "subagent"
         elif isinstance(p.get("forked_from_id"), str):
-            parent, relation = agents.session_uuid(NAME, p["forked_from_id"]), "fork"
+            parent, relation = common.session_uuid(NAME, p["forked_from_id"]), "fork"
         if parent is not None:
             s["replay"] = True
             s["parent_path"] = self._parent_rollout(str(spawn["parent_thread_id"]) if relation == "subagent"
                                                     else str(p["forked_from_id"]))
             s["matched"] = 0
         s["ts"] = s["meta"]
-        return agents.header(s["sid"], s["meta"] or "1970-01-01T00:00:00.000Z",
+        return common.header(s["sid"], s["meta"] or "1970-01-01T00:00:00.000Z",
                              p.get("cwd") if isinstance(p.get("cwd"), str) else "/", NAME, self.source, sid_src,
                              parent, relation)
 
@@ -270,8 +270,8 @@ class Reader:
             return
         with f:
             n = 0
-            for _, _, _, raw in agents.records(f):
-                rec = agents.parse(raw)
+            for _, _, _, raw in common.records(f):
+                rec = common.parse(raw)
                 if not isinstance(rec, dict) or rec.get("type") == "session_meta":
                     continue
                 n += 1
@@ -295,7 +295,7 @@ class Reader:
                 return True
             s["replay"] = False
             return False
-        ts = agents.iso(rec.get("timestamp"))
+        ts = common.iso(rec.get("timestamp"))
         if ts is not None and s["meta"] is not None and ts < s["meta"]:
             return True
         if t in ("response_item", "event_msg", "compacted"):

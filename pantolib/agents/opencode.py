@@ -25,7 +25,8 @@ from urllib.parse import quote
 
 import orjson
 
-from pantolib import agents, entries
+from pantolib import entries
+from pantolib.agents import common
 from pantolib.errors import SessionError
 
 NAME = "opencode"
@@ -213,7 +214,7 @@ class Reader:
     def __init__(self, source: str, start: int = 0, state: dict | None = None):
         self.source, self.start = source, start
         s = state or {}
-        self.ids = agents.Ids(s.get("taken", ()))
+        self.ids = common.Ids(s.get("taken", ()))
         self.seen = dict(s.get("seen", {}))     # opencode message id -> panto id
         self.last = s.get("last")
         self.after = s.get("after")             # [time_created, id] of the last message read
@@ -327,8 +328,8 @@ class Reader:
             created = entries.iso_ms(_int(t.get("created")))
             where = info.get("location") if type(info.get("location")) is dict else {}
             cwd = info.get("directory") or where.get("directory") or ""
-            yield agents.header(agents.session_uuid(NAME, sid), created, cwd if isinstance(cwd, str) else "", NAME,
-                                path, sid, agents.session_uuid(NAME, parent) if parent else None,
+            yield common.header(common.session_uuid(NAME, sid), created, cwd if isinstance(cwd, str) else "", NAME,
+                                path, sid, common.session_uuid(NAME, parent) if parent else None,
                                 "subagent" if parent else None)
             yield from self._title(info.get("title"), created)
         count = self.start
@@ -411,7 +412,7 @@ class Reader:
         if provider and model:
             self.model = [provider, model]
         p, mo = self.model or (None, None)
-        yield self._emit(msg["id"], agents.message(self.ids.get(msg["id"]), self.last, self._now, "user", content,
+        yield self._emit(msg["id"], common.message(self.ids.get(msg["id"]), self.last, self._now, "user", content,
                                                    provider=p, model=mo))
 
     def _assistant(self, msg, parts):
@@ -442,14 +443,14 @@ class Reader:
         if not content and not (u and any(u.values())):
             self._skip("empty message")
             return
-        e = agents.message(self.ids.get(msg["id"]), self.last, self._now, "assistant", content,
+        e = common.message(self.ids.get(msg["id"]), self.last, self._now, "assistant", content,
                            provider=provider, model=model, stop=self._stop(msg), usage=u)
         if u is not None:
             e["_billing"] = self._billing(msg, provider, model)
         yield self._emit(msg["id"], e)
         if results:
             key = msg["id"] + ":results"
-            yield self._emit(key, agents.message(self.ids.get(key), self.last, self._now, "user",
+            yield self._emit(key, common.message(self.ids.get(key), self.last, self._now, "user",
                                                  results + images, provider=provider, model=model))
 
     def _compaction(self, msg, content, provider, model, u):

@@ -18,7 +18,8 @@ from datetime import datetime, timezone
 
 import orjson
 
-from pantolib import agents, entries, stream
+from pantolib import entries, stream
+from pantolib.agents import common
 from pantolib.errors import SessionError
 
 NAME = "pi"
@@ -182,10 +183,10 @@ def _parent_session(path, here):
         with open(full, "rb") as f:
             h = orjson.loads(f.read(1 << 16).split(b"\n", 1)[0])
         if _is_header(h):
-            return agents.session_uuid(NAME, h["id"])
+            return common.session_uuid(NAME, h["id"])
     except (OSError, orjson.JSONDecodeError):
         pass
-    return agents.session_uuid(NAME, os.path.basename(path))
+    return common.session_uuid(NAME, os.path.basename(path))
 
 
 class Reader:
@@ -194,7 +195,7 @@ class Reader:
     def __init__(self, source: str, start: int = 0, state: dict | None = None):
         self.source, self.start = source, start
         s = state or {}
-        self.ids = agents.Ids(s.get("taken", ()))
+        self.ids = common.Ids(s.get("taken", ()))
         self.map = dict(s.get("map", {}))      # pi id (or "#n" in version 1) -> panto id
         self.last = s.get("last")               # the last entry written: file order
         self.line = s.get("line", 0)
@@ -257,7 +258,7 @@ class Reader:
             self.model = [h["provider"], h["modelId"], None]
         parent_path = h.get("parentSession") or h.get("branchedFrom")
         parent = _parent_session(parent_path, self.source) if isinstance(parent_path, str) and parent_path else None
-        return agents.header(agents.session_uuid(NAME, h["id"]), _iso(h.get("timestamp")), h.get("cwd", ""), NAME,
+        return common.header(common.session_uuid(NAME, h["id"]), _iso(h.get("timestamp")), h.get("cwd", ""), NAME,
                              os.path.abspath(self.source), h["id"], parent, "fork" if parent else None)
 
     def _place(self, rec):
@@ -305,7 +306,7 @@ class Reader:
 
     def _user(self, key, parent, ts, content):
         p, m, api = self.model or (None, None, None)
-        return self._emit(key, agents.message(self.ids.get(key), parent, ts, "user", content,
+        return self._emit(key, common.message(self.ids.get(key), parent, ts, "user", content,
                                               provider=p, model=m, api=api))
 
     def _message(self, key, parent, ts, m):
@@ -341,9 +342,9 @@ class Reader:
         if provider and model:
             self.model = [provider, model, api]
         stop = m.get("stopReason")
-        stop = stop if stop in _STOPS else agents.stop_reason(stop)
+        stop = stop if stop in _STOPS else common.stop_reason(stop)
         usage = _usage(m.get("usage"))
-        e = agents.message(self.ids.get(key), parent, ts, "assistant", _parts(m.get("content"), "assistant"),
+        e = common.message(self.ids.get(key), parent, ts, "assistant", _parts(m.get("content"), "assistant"),
                            provider=provider, model=model, api=api, stop=stop, usage=usage)
         if usage is not None:
             e["_billing"] = ["pi", when, provider, model, usage["input"], usage["output"],

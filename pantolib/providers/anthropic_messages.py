@@ -22,8 +22,8 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import (MIN_BUDGET, event_object, image_note, normalize, one_line, own_thinking,
-                                placed_images, refusal_note, refused_fields, sendable_image)
+from pantolib.providers.common import (MIN_BUDGET, event_object, image_note, normalize, one_line, own_thinking,
+                                       placed_images, refusal_note, refused_fields, sendable_image)
 
 NAME = "anthropic"
 API = "anthropic_messages"

@@ -19,8 +19,8 @@ import orjson
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError
-from pantolib.providers import (data_url, event_object, image_note, normalize, one_line, own_thinking,
-                                placed_images, refusal_note, refused_fields, sendable_image, valid_arguments)
+from pantolib.providers.common import (data_url, event_object, image_note, normalize, one_line, own_thinking,
+                                       placed_images, refusal_note, refused_fields, sendable_image, valid_arguments)
 
 NAME = "openai"
 API = "openai_chat"

@@ -23,8 +23,8 @@ import re
 
 from pantolib.entries import usage_dict
 from pantolib.errors import ProviderError, UsageError
-from pantolib.providers import (LEVELS, data_url, event_object, image_note, normalize, one_line, own_thinking,
-                                placed_images, refusal_note, refused_fields, sendable_image, valid_arguments)
+from pantolib.providers.common import (LEVELS, data_url, event_object, image_note, normalize, one_line, own_thinking,
+                                       placed_images, refusal_note, refused_fields, sendable_image, valid_arguments)
 from pantolib.providers.openai_chat import DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_VAR  # noqa: F401
 from pantolib.providers.openai_chat import stream_headers
 

@@ -195,7 +195,7 @@ class Live:
 
         width = max(20, self.width() - 1)
         rows = (list(self.rows) + ([self.partial] if self.partial else []))[-show.TAIL:]
-        rows = [self.style(show.DIM, "  " + show._cut(show.visible_line(redact(r, self.keys)), width - 2))
+        rows = [self.style(show.DIM, "  " + show.cut(show.visible_line(redact(r, self.keys)), width - 2))
                 for r in rows]
         count = self.lines + (1 if self.partial else 0)
         said = f"  … running {now - self.started:.1f}s" + (f" · {count:,} line{'s' * (count != 1)}" if count else "")

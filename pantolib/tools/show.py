@@ -22,7 +22,7 @@ class Style:
         return f"{code}{text}{RESET}" if self.on and text else text
 
 
-def _cut(text, width):
+def cut(text, width):
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
@@ -37,7 +37,7 @@ def lines_of(text):
 def summary(name, args, input_text="", width=WIDTH):
     """What a call does, on one line (for the live display and listings)."""
     if args is None:
-        return _cut(visible_line(str(input_text or "")), width)
+        return cut(visible_line(str(input_text or "")), width)
     if name == "bash":
         text = str(args.get("command", ""))
     elif name == "read":
@@ -54,7 +54,7 @@ def summary(name, args, input_text="", width=WIDTH):
         text = str(args.get("path", ""))
     else:
         text = str(input_text or "")
-    return _cut(visible_line(text), width)
+    return cut(visible_line(text), width)
 
 
 def header(name, text, style):
@@ -82,7 +82,7 @@ def call(use, args, style, cwd=None, whole=False):
         out += write_diff(before, str(args.get("content", "")), style)
     elif whole:
         content = lines_of(str(args.get("content", "")))
-        out += [style(DIM, "  " + _cut(visible(r), LINE)) for r in content[:PREVIEW]]
+        out += [style(DIM, "  " + cut(visible(r), LINE)) for r in content[:PREVIEW]]
         if len(content) > PREVIEW:
             out.append(style(DIM, f"  … ({len(content) - PREVIEW} more lines)"))
     return out
@@ -160,7 +160,7 @@ def _numbered(rows, first, count, style, limit, width):
             out.append(style(DIM, f"  {' ' * digits} ⋮"))
             continue
         number = f"{first + index:>{digits}}" if first else " " * digits
-        line = f"  {number} {mark} {_cut(visible(text), width) if width else visible(text)}".rstrip()
+        line = f"  {number} {mark} {cut(visible(text), width) if width else visible(text)}".rstrip()
         out.append(style({"-": RED, "+": GREEN, " ": DIM}[mark], line))
     if limit and len(rows) > limit:
         out.append(style(DIM, f"  … ({len(rows) - limit} more lines of the diff)"))
@@ -189,7 +189,7 @@ def diff(args, cwd, style, limit=DIFF, width=LINE):
 def result(name, content, is_error, style):
     """The lines showing a result: the last TAIL lines of bash output (with a
     count of those not shown), one line for the other tools."""
-    rows = [_cut(visible(r), LINE) for r in lines_of(content.rstrip("\n") or "")] or [""]
+    rows = [cut(visible(r), LINE) for r in lines_of(content.rstrip("\n") or "")] or [""]
     color = RED if is_error else DIM
     if name != "bash" and not is_error:
         return [style(color, "  " + rows[0] + (f" … ({len(rows)} lines)" if len(rows) > 1 else ""))]
@@ -203,7 +203,7 @@ def result(name, content, is_error, style):
 def read_outcome(content, is_error, style):
     """What a read found, in a few words: (120 lines), (lines 1-2000 of 5000), or the error."""
     if is_error:
-        return style(RED, "— " + _cut(visible_line(content), WIDTH))
+        return style(RED, "— " + cut(visible_line(content), WIDTH))
     rows = lines_of(content)
     if rows and rows[-1].startswith("[showing lines "):
         what = rows[-1][len("[showing "):].split(" (")[0]

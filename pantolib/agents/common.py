@@ -1,0 +1,254 @@
+"""What every agent module writes alike (SPEC §12): session ids, entry ids,
+the header, message entries, stop reasons, usage and timestamps, and the
+whole-line reading of a source file."""
+
+
+def session_uuid(agent, source_id):
+    """The panto session id of a source session: its own id when that is a
+    canonical UUID (lowercased), else uuid5(NAMESPACE_URL, "AGENT:SOURCE-ID")."""
+    import uuid
+
+    s = str(source_id)
+    try:
+        u = uuid.UUID(s)
+        if str(u) == s.lower():
+            return str(u)
+    except ValueError:
+        pass
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{agent}:{s}"))
+
+
+def key_hash(key, n=0):
+    """A 64-bit hash of a key (n > 0: of the key's n-th other name, after a collision)."""
+    import hashlib
+
+    data = (key if n == 0 else f"{key}#{n}").encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+class Ids:
+    """Deterministic 8-hex entry ids for the keys of one session (a source's
+    own ids, or names made of them).
+
+    A key's id is the first 8 hex digits of a hash of the key; when another
+    key already holds those, of the key + "#1", "#2", ... (a collision is
+    resolved the same way every run). `taken` remembers each id given with
+    8 more digits of its hash (16 hex characters, sorted), so that a later
+    run told the list knows whether an id it meets again is this key's or
+    another's: `get` of a key seen in an earlier run gives its id again.
+    Memory: two small ints per id given, nothing per key."""
+
+    def __init__(self, taken=()):
+        self._full = {int(t, 16) for t in taken}
+        self._ids = {v >> 32 for v in self._full}
+
+    @property
+    def taken(self):
+        return [f"{v:016x}" for v in sorted(self._full)]
+
+    def get(self, key):
+        n = 0
+        while True:
+            c = key_hash(key, n)
+            if c in self._full:          # this key's (this run, or an earlier one)
+                break
+            if c >> 32 not in self._ids:  # free: this key's from now on
+                self._full.add(c)
+                self._ids.add(c >> 32)
+                break
+            n += 1
+        return f"{c >> 32:08x}"
+
+    def has(self, key):
+        """Whether `key` already has an id (this run or an earlier one)."""
+        return self.find(key) is not None
+
+    def find(self, key):
+        """The id `key` has, or None when it has none yet (nothing is given)."""
+        n = 0
+        while True:
+            c = key_hash(key, n)
+            if c in self._full:
+                return f"{c >> 32:08x}"
+            if c >> 32 not in self._ids:
+                return None
+            n += 1
+
+
+def header(sid, timestamp, cwd, agent, path, source_id, parent=None, relation=None):
+    """The header of an imported session (SPEC §12)."""
+    h = {"type": "session", "version": 1, "id": sid, "timestamp": timestamp, "cwd": cwd,
+         "source": {"agent": agent, "path": path, "id": source_id}}
+    if parent is not None:
+        h["parentSession"] = parent
+    if relation is not None:
+        h["relation"] = relation
+    return h
+
+
+USAGE_ORDER = ("input", "output", "cacheRead", "cacheWrite", "reasoning", "cacheWrite1h")
+
+
+def usage(input=0, output=0, cache_read=0, cache_write=0, reasoning=0, cache_write_1h=0):
+    """Usage in panto's form from counts (anything not a positive int reads as 0):
+    input and output always, the others only when not 0."""
+    vals = (input, output, cache_read, cache_write, reasoning, cache_write_1h)
+    vals = [v if type(v) is int and v > 0 else 0 for v in vals]
+    u = {"input": vals[0], "output": vals[1]}
+    for k, v in zip(USAGE_ORDER[2:], vals[2:]):
+        if v:
+            u[k] = v
+    return u
+
+
+def _norm_usage(u):
+    if u is None:
+        return None
+    return usage(u.get("input", 0), u.get("output", 0), u.get("cacheRead", 0), u.get("cacheWrite", 0),
+                 u.get("reasoning", 0), u.get("cacheWrite1h", 0))
+
+
+def message(eid, parent, timestamp, role, content, *, provider=None, model=None, api=None,
+            stop=None, usage=None, billed_in=None):
+    """A message entry with SPEC §3's key order: a user entry stamped at the top
+    level with provider/model/api when known; an assistant entry with
+    provider, model, api, stopReason and usage inside `message`; a response
+    paid in another session has no usage and, at the top level of the entry,
+    billedIn (SPEC §8)."""
+    e = {"type": "message", "id": eid, "parentId": parent, "timestamp": timestamp}
+    if role == "user":
+        if provider is not None:
+            e["provider"] = provider
+        if model is not None:
+            e["model"] = model
+        if api is not None:
+            e["api"] = api
+    m = {"role": role, "content": content}
+    if role == "assistant":
+        if provider is not None:
+            m["provider"] = provider
+        if model is not None:
+            m["model"] = model
+        if api is not None:
+            m["api"] = api
+        if stop is not None:
+            m["stopReason"] = stop
+        if billed_in is None and usage is not None:
+            m["usage"] = _norm_usage(usage)
+    e["message"] = m
+    if role == "assistant" and billed_in is not None:
+        e["billedIn"] = billed_in
+    return e
+
+
+_STOPS = {"end_turn": "stop", "stop": "stop", "stop_sequence": "stop", "pause_turn": "stop",
+          "completed": "stop", "max_tokens": "length", "length": "length", "incomplete": "length",
+          "tool_use": "toolUse", "tool_calls": "toolUse", "toolUse": "toolUse", "function_call": "toolUse",
+          "model_context_window_exceeded": "contextFull", "refusal": "error", "error": "error",
+          "content_filter": "error", "failed": "error", "aborted": "aborted", "cancelled": "aborted"}
+
+
+def stop_reason(value):
+    """An agent's stop reason (its API's wire value) as panto's (§5): end_turn ->
+    stop, tool_use -> toolUse, max_tokens -> length, ...; anything else -> stop."""
+    return _STOPS.get(value, "stop") if isinstance(value, str) else "stop"
+
+
+def image(media_type, data):
+    """An image block (SPEC §12, extension): base64 data and its media type."""
+    return {"type": "image", "mediaType": media_type, "data": data}
+
+
+def iso(value):
+    """A source's time stamp (an ISO 8601 string, or Unix seconds or milliseconds
+    as a number) as panto's (UTC, milliseconds, Z); None when it is not one."""
+    import datetime
+
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        ms = int(value if value > 1e11 else value * 1000)
+    elif isinstance(value, str) and value:
+        s = value.strip()
+        if len(s) == 24 and s[10] == "T" and s[19] == "." and s[23] == "Z":
+            return s                   # already panto's form (the common case)
+        try:
+            d = datetime.datetime.fromisoformat(s[:-1] + "+00:00" if s[-1:] in "Zz" else s)
+        except ValueError:
+            return None
+        if d.tzinfo is None:
+            d = d.replace(tzinfo=datetime.timezone.utc)
+        ms = int(d.timestamp()) * 1000 + d.microsecond // 1000
+    else:
+        return None
+    from pantolib import entries
+
+    try:
+        return entries.iso_ms(ms)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def text_of(content):
+    """A tool result's or message's content as text: a string as is, a list of
+    parts joined with newlines (text parts' text; other parts as compact JSON)."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                out.append(part["text"])
+            elif part is not None:
+                import orjson
+
+                out.append(orjson.dumps(part).decode())
+        return "\n".join(out)
+    import orjson
+
+    return orjson.dumps(content).decode()
+
+
+CHUNK = 1 << 20
+
+
+def records(f, start=0):
+    """The complete lines of a binary file from byte `start`, streamed:
+    (line number from `start`, offset of the line, offset after it, the line
+    without its line feed). A last line without a line feed is still being
+    written: it is not yielded. Memory is one chunk and one line."""
+    f.seek(start)
+    offset, n, rest = start, 0, b""
+    while True:
+        chunk = f.read(CHUNK)
+        if not chunk:
+            return
+        data = rest + chunk if rest else chunk
+        p = 0
+        find = data.find
+        while True:
+            e = find(b"\n", p)
+            if e < 0:
+                break
+            n += 1
+            yield n, offset + p, offset + e + 1, data[p:e]
+            p = e + 1
+        offset += p
+        rest = data[p:]
+
+
+def parse(raw):
+    """A record line as a dict, or the reason it is not one (a str)."""
+    import orjson
+
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        return f"not valid JSON ({str(e).split(':')[0]})"
+    if type(obj) is not dict:
+        return "not a JSON object"
+    return obj

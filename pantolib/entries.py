@@ -173,6 +173,19 @@ def billed_in(entry):
     return b if type(b) is str and b else None
 
 
+UNRECORDED = "usageNotRecorded"
+
+
+def not_a_turn(entry):
+    """Whether a compaction or branch summary is not a turn: imported from an
+    agent that recorded no usage for the request that wrote it (SPEC §12),
+    marked `"usageNotRecorded": true` (**extension**) by the importer and
+    carrying no usage. panto's own entries never carry the mark: a reply or
+    summary of panto's without usage is a turn of unknown cost. The one
+    definition of that rule."""
+    return entry.get(UNRECORDED) is True and "usage" not in entry
+
+
 def usage_of(msg):
     """The usage of an assistant message as a dict of ints (USAGE_KEYS), or None when unknown."""
     n = usage_counts(msg.get("usage"))

@@ -2,7 +2,7 @@
 `scan.PricedEntries` reads from files) by model, day and session, priced at
 models.toml's rates (prices.py holds the rates and the arithmetic,
 models_toml.py the table)."""
-from pantolib.entries import billed_in, usage_counts
+from pantolib.entries import billed_in, not_a_turn, usage_counts
 from pantolib.prices import UNKNOWN, canonical_stamp, in_force, today, utc_day
 
 FIELDS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h",
@@ -68,6 +68,8 @@ class Tokens:
         """Count one priced entry (a parsed line that `scan.PricedEntries` yields)."""
         t = entry.get("type")
         if t == "compaction" or t == "branchSummary":
+            if not_a_turn(entry):
+                return
             src, compaction = entry, 1
             provider, model = entry.get("provider"), entry.get("model")
         else:

@@ -97,6 +97,29 @@ def test_seed_prices_give_the_seed_totals_times_10_4(prices):
     assert m[GPT4O]["reasoning"] == 60 and m[GPT4O]["output"] == 200  # reasoning never added
 
 
+
+def test_a_compaction_its_source_recorded_no_usage_for_is_not_a_turn(prices):
+    # SPEC §12: an imported compaction (usageNotRecorded, no usage) is left
+    # out of the turns; panto's own compaction without usage is a turn of
+    # unknown cost, and so is a marked one that carries usage after all
+    def summary(eid, **extra):
+        return {"type": "compaction", "id": eid, "parentId": b.last, "timestamp": "2026-04-25T15:00:00.000Z",
+                "summary": "before", "firstKeptId": None, "provider": SONNET[0], "model": SONNET[1], **extra}
+
+    b = Builder()
+    b.user()
+    b.assistant(input=1000, output=200)
+    b.lines.append(summary("c0000001", usageNotRecorded=True))
+    b.lines.append({**summary("c0000002", usageNotRecorded=True), "type": "branchSummary", "fromId": None})
+    doc, _ = cost_json(input=b.bytes())
+    assert doc["total"]["unpricedTurns"] == 0 and by_model(doc)[SONNET]["turns"] == 1
+    assert doc["total"]["picoUsd"] == 600_000 * 10**4
+    b.lines.append(summary("c0000003"))
+    b.lines.append(summary("c0000004", usageNotRecorded=True, usage={"input": 1000, "output": 0}))
+    doc, _ = cost_json(input=b.bytes())
+    assert by_model(doc)[SONNET]["turns"] == 3 and doc["total"]["unpricedTurns"] == 1
+    assert doc["total"]["knownPicoUsd"] == (600_000 + 300_000) * 10**4 and doc["total"]["picoUsd"] is None
+
 def test_json_shape(prices):
     b = Builder()
     b.assistant(input=1, output=2, cacheRead=3, cacheWrite=4, reasoning=1)

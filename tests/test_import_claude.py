@@ -4,7 +4,7 @@ import os
 import orjson
 import pytest
 from builders import lines
-from conftest import assert_clean_error, log
+from conftest import assert_clean_error, log, run
 from fixtures.records import (CC_SID, cc_assistant, cc_common, cc_session, cc_text, cc_usage, cc_user,
                               write)
 
@@ -142,6 +142,11 @@ def test_compaction_links_to_its_logical_parent(tmp_path):
     assert comp["summary"].endswith("greetings") and comp["firstKeptId"] is None and "usage" not in comp
     assert e[3]["parentId"] == comp["id"]
     assert [x["type"] for x in e] == ["message", "message", "compaction", "message", "message"]
+    # Claude Code records no usage for the summary's request: not a turn (SPEC §12)
+    assert comp["usageNotRecorded"] is True
+    p = run(["panto-cost", "--json"], input=imported(f).stdout)
+    assert p.returncode == 0, p.stderr
+    assert sum(m["turns"] for m in orjson.loads(p.stdout)["models"]) == 2
 
 
 def test_a_sub_agent_names_its_parent_session(tmp_path):

@@ -118,7 +118,7 @@ def expected_v3(path):
         {"type": "message", "id": "E6", "parentId": "E5", "timestamp": ts(7), **sonnet,
          "message": {"role": "user", "content": [{"type": "text", "text": "injected"}]}},
         {"type": "compaction", "id": "E7", "parentId": "E6", "timestamp": ts(8), "summary": "We listed files.",
-         "firstKeptId": "E4", "provider": "anthropic", "model": "claude-sonnet-4-5"},
+         "firstKeptId": "E4", "provider": "anthropic", "model": "claude-sonnet-4-5", "usageNotRecorded": True},
         {"type": "message", "id": "E8", "parentId": "E7", "timestamp": ts(9), **sonnet,
          "message": {"role": "user", "content": [{"type": "text", "text": "and now?"},
                                                  {"type": "image", "mediaType": "image/png", "data": PNG}]}},

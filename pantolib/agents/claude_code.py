@@ -17,6 +17,7 @@ it waits for the next run. `start`/`end` are byte offsets.
 """
 import os
 
+from pantolib import entries
 from pantolib.agents import common
 
 NAME = "claude-code"
@@ -352,7 +353,8 @@ class Reader:
         parent = self._parent(b.get("logicalParentUuid") or b.get("parentUuid"))
         e = {"type": "compaction", "id": eid, "parentId": parent,
              "timestamp": common.iso(b.get("timestamp")) or "1970-01-01T00:00:00.000Z",
-             "summary": summary, "firstKeptId": None, "provider": PROVIDER, "model": self.model}
+             "summary": summary, "firstKeptId": None, "provider": PROVIDER, "model": self.model,
+             entries.UNRECORDED: True}
         if self.model is None:
             del e["model"]
         if summary_rec is not None and isinstance(summary_rec.get("uuid"), str):

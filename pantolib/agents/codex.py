@@ -17,6 +17,7 @@ until then it waits for the next run. `start`/`end` are byte offsets.
 """
 import os
 
+from pantolib import entries
 from pantolib.agents import common
 
 NAME = "codex"
@@ -328,7 +329,7 @@ class Reader:
         if t == "compacted":
             summary = p.get("message") if isinstance(p.get("message"), str) else ""
             e = {"type": "compaction", "id": None, "parentId": None, "timestamp": None, "summary": summary,
-                 "firstKeptId": None, "provider": s["provider"]}
+                 "firstKeptId": None, "provider": s["provider"], entries.UNRECORDED: True}
             if s["model"]:
                 e["model"] = s["model"]
             return self._user_side(turn, ("compaction", f"L{line}", rec, e))

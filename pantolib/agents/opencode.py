@@ -463,6 +463,8 @@ class Reader:
         if u is not None:
             e["usage"] = u
             e["_billing"] = self._billing(msg, provider, model)
+        else:
+            e[entries.UNRECORDED] = True
         return self._emit(msg["id"], e)
 
     @staticmethod

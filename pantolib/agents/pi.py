@@ -368,4 +368,6 @@ class Reader:
         if usage is not None:
             e["usage"] = usage
             e["_billing"] = ["pi", t, self._when(None, ts), summary[:64]]
+        else:
+            e[entries.UNRECORDED] = True
         return self._emit(key, e)

@@ -170,22 +170,43 @@ def _count_files(root):
     return n
 
 
-@pytest.mark.parametrize("kill_after", [0, 1, 7, 19, 33])
-def test_kill_9_at_any_moment_then_a_clean_run_leaves_every_session_whole(agents_home, tmp_path, kill_after):
-    """Killed once the Nth session file exists (0: as soon as it starts), then
-    run again: the files are byte for byte those of a run never killed."""
-    for i in range(40):
+def _claude_sessions(home, count):
+    for i in range(count):
         sid = f"{i:08x}-2222-4333-8444-555555555555"
         recs = cc_session(sid, n=25, cwd=f"/home/u/p{i % 3}")
         if i % 5 == 1:                       # a copy of an earlier session's first reply
             recs[1:3] = cc_session(f"{i - 1:08x}-2222-4333-8444-555555555555", n=1)[1:3]
             recs[1]["parentUuid"] = recs[0]["uuid"]
-        write(cc_path(agents_home, sid, f"-home-u-p{i % 3}"), recs)
+        write(cc_path(home, sid, f"-home-u-p{i % 3}"), recs)
+
+
+def _codex_sessions(home, count):
+    for i in range(count):
+        sid = f"0199aaaa-bbbb-7ccc-8ddd-{i:012x}"
+        write(cx_path(home, sid, day=f"2025/09/{1 + i % 3:02d}"), cx_session(sid, n=25))
+
+
+@pytest.mark.parametrize("agents,kill_after", [("claude-code", 0), ("claude-code", 1), ("claude-code", 7),
+                                                ("claude-code", 19), ("claude-code", 33),
+                                                ("codex", 1), ("codex", 17), ("codex", 33),
+                                                ("both", 5), ("both", 29)])
+def test_kill_9_at_any_moment_then_a_clean_run_leaves_every_session_whole(agents_home, tmp_path, agents,
+                                                                          kill_after):
+    """Killed once the Nth session file exists (0: as soon as it starts), then
+    run again: the files are byte for byte those of a run never killed."""
+    if agents == "claude-code":
+        _claude_sessions(agents_home, 40)
+    elif agents == "codex":
+        _codex_sessions(agents_home, 40)
+    else:
+        _claude_sessions(agents_home, 20)
+        _codex_sessions(agents_home, 20)
     env = dict(os.environ)
     ref = dict(env, PANTO_SESSION_DIR=str(tmp_path / "ref"), XDG_STATE_HOME=str(tmp_path / "ref-state"))
     assert run_all(env=ref).startswith("panto-log: 40 sessions (40 new")
     expected = {os.path.relpath(p, ref["PANTO_SESSION_DIR"]): b for p, (b, _, _) in
                 snapshot(ref["PANTO_SESSION_DIR"]).items()}
+    assert len(expected) == 40
     root = env["PANTO_SESSION_DIR"]
     proc = _start(env)
     while proc.poll() is None and _count_files(root) < kill_after:

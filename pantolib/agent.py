@@ -241,11 +241,12 @@ class Plumbing:
 
 class Outcome:
     """What one step brought: statuses, the session read back, whether it was
-    cancelled, its time, and whether any of the reply was shown."""
+    cancelled, its time, whether any of the reply was shown, and the leaf
+    the session had before it (a leaf the step did not write is not its own)."""
 
-    def __init__(self, statuses, session, cancelled, seconds, shown):
+    def __init__(self, statuses, session, cancelled, seconds, shown, before=None):
         self.statuses, self.session, self.cancelled = statuses, session, cancelled
-        self.seconds, self.shown = seconds, shown
+        self.seconds, self.shown, self.before = seconds, shown, before
 
     @property
     def ok(self):
@@ -291,6 +292,7 @@ class Agent:
     def step(self, commands, label="waiting ", stdin_data=None):
         """Run one pipeline, drawing what panto-send and panto-tool show;
         learn the session file from its output."""
+        before = self.state.session.leaf if self.state.session is not None else None
         pipe = Pipeline(commands, interrupts=self.irq, stdin_data=stdin_data)
         drawn = StepScreen(self.screen, pipe, label, self.settings.yes)
         esc = None
@@ -305,7 +307,7 @@ class Agent:
             drawn.end()
         seconds = drawn.seconds()
         session = self.state.read_back(data)
-        return Outcome(statuses, session, pipe.interrupts > 0, seconds, drawn.live.seen)
+        return Outcome(statuses, session, pipe.interrupts > 0, seconds, drawn.live.seen, before)
 
     def turn(self, prompt):
         """A prompt (None: send the conversation as it is, e.g. /retry), then
@@ -473,8 +475,10 @@ class Agent:
         return compaction.cut(kept, keep or compaction.DEFAULT_KEEP) > 0
 
     def report(self, t):
-        """After each reply (or compaction): one dim line of its usage."""
-        if t.session is None or t.cancelled and not t.shown:
+        """After each reply (or compaction): one dim line of its usage. A step
+        that wrote no entry (a resend refused again) has no line: the leaf it
+        left is an earlier step's, whose line was shown then."""
+        if t.session is None or t.cancelled and not t.shown or t.session.leaf == t.before:
             return
         leaf = t.session.by_id.get(t.session.leaf) if t.session.leaf else None
         if leaf is None or leaf.get("type") not in ("message", "compaction"):

@@ -45,6 +45,29 @@ def vllm_tool_use(call_id, name, args, text=None, prompt=31, completion=24, mode
     return anthropic_stream(events, **kw)
 
 
+# vLLM 0.32 refuses a prompt that fills --max-model-len exactly (no token left for the
+# reply) in words of its own, as seen from a real server (HTTP 400 each):
+#   /v1/chat/completions  {"error":{"message":"max_tokens must be at least 1, got 0. (parameter=max_tokens,
+#                          value=0)","type":"BadRequestError","param":"max_tokens","code":400}}
+#   /v1/responses         {"error":{"message":"The engine prompt length 8192 exceeds the max_model_len 8192.
+#                          Please reduce prompt.","type":"invalid_request_error","param":"input","code":400}}
+#   /v1/messages          {"type":"error","error":{"type":"BadRequestError","message":"max_tokens must be at
+#                          least 1, got 0. (parameter=max_tokens, value=0)"}}
+VLLM_WINDOW_FILLED = {
+    "openai_chat": {"error": {"message": "max_tokens must be at least 1, got 0. (parameter=max_tokens, value=0)",
+                              "type": "BadRequestError", "param": "max_tokens", "code": 400}},
+    "openai_responses": {"error": {"message": "The engine prompt length 8192 exceeds the max_model_len 8192. "
+                                              "Please reduce prompt.",
+                                   "type": "invalid_request_error", "param": "input", "code": 400}},
+    "anthropic_messages": {"type": "error", "error": {
+        "type": "BadRequestError", "message": "max_tokens must be at least 1, got 0. (parameter=max_tokens, value=0)"}},
+}
+
+
+def vllm_window_filled(api):
+    return {"status": 400, "body": VLLM_WINDOW_FILLED[api], "headers": {}}
+
+
 # --- llama.cpp -------------------------------------------------------------------------------
 # tools/server/server-task.cpp (server_task_result_cmpl_partial::to_json_oaicompat_resp and
 # server_task_result_cmpl_final::to_json_oaicompat_resp_stream): llama-server's Responses

@@ -47,6 +47,8 @@ def test_a_prompt_too_long_for_the_context_is_set_aside_and_the_next_goes_withou
     t.expect("compacting, then sending again")
     t.expect("the prompt does not fit the context window of tiny: it stays in the session, set aside")
     t.expect("> ")
+    # the compaction's usage line once: the refused resend after it wrote nothing, so it has none
+    assert t.screen.count("60 in · 5 out") == 1, t.screen
     t.turn("hi", "Hi again.")
     assert len(srv.requests) == 5
     assert "paste" not in sent_texts(srv.requests[4])

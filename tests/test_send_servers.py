@@ -82,6 +82,19 @@ def test_offered_tools_are_still_tool_calls(srv):
     assert msg["usage"] == {"input": 31, "output": 24}
 
 
+@pytest.mark.parametrize("api", ["openai_chat", "openai_responses", "anthropic_messages"])
+def test_vllm_refusing_a_prompt_that_fills_the_window_exactly_is_context_full(srv, api):
+    # one token more and vLLM says "maximum context length" (exit 3 already); at the
+    # exact size its words differ, and panto-send must not take them for a refused field
+    srv.push(W.vllm_window_filled(api))
+    base = AN_BASE if api == "anthropic_messages" else BASE
+    p = send(srv, "--api", api, "-m", "tiny", "now", input=base)
+    assert_clean_error(p, status=3, name="panto-send")
+    assert p.stderr.decode().splitlines() == ["panto-send: the prompt is too long for the context window of tiny "
+                                              "(compact the session: panto-send --compact)"]
+    assert len(srv.requests) == 1
+
+
 # --- 2. llama.cpp's Responses stream: no output_index ---------------------------------------
 
 def test_llama_cpp_responses_text_and_tool_call(srv):

@@ -220,12 +220,17 @@ def reasoning_level(text, provider, where="--reasoning"):
 
 
 # What servers and proxies say when the prompt does not fit the model's context window
-# (Anthropic, OpenAI, llama.cpp, vLLM, LiteLLM, OpenRouter ...), lowercase.
+# (Anthropic, OpenAI, llama.cpp, vLLM, LiteLLM, OpenRouter ...), lowercase. vLLM 0.32
+# words a prompt that fills the window exactly, leaving no token for the reply, apart:
+# "max_tokens must be at least 1, got 0." (chat, messages: the room left, computed by
+# the server; panto never sends 0) and "The engine prompt length 8192 exceeds the
+# max_model_len 8192." (responses).
 _CONTEXT_FULL = ("prompt is too long", "maximum context length", "context length exceeded",
                  "context_length_exceeded", "contextwindowexceedederror", "context window exceeded",
                  "context_window_exceeded", "exceeds the context", "exceed context window",
                  "exceeds the available context", "exceed_context_size", "context window of",
-                 "too many tokens in the prompt", "input is too long")
+                 "too many tokens in the prompt", "input is too long", "exceeds the max_model_len",
+                 "max_tokens must be at least 1, got 0")
 
 
 def context_full_words(text):

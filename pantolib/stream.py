@@ -81,6 +81,19 @@ COMPACTION_MARK = b'"compaction"'
 BRANCH_SUMMARY_MARK = b'"branchSummary"'
 
 
+def write_joined(out, pieces, size=1 << 16):
+    """Write byte strings to the binary stream `out`, joined into writes of
+    about `size` bytes (one write per line would cost a system call each)."""
+    buf, have = [], 0
+    for data in pieces:
+        buf.append(data)
+        have += len(data)
+        if have >= size:
+            out.write(b"".join(buf))
+            buf, have = [], 0
+    out.write(b"".join(buf))
+
+
 def may_be_assistant(raw):
     """False only for a line that cannot be an assistant entry (bytes level)."""
     return ASSISTANT_MARK in raw

@@ -358,16 +358,13 @@ def tree(arg, as_json):
                  for line in stream.read(raws, name) if line.kind == stream.ENTRY)
         out = cli.stdout()
         row = _tree_json() if as_json else _tree_row
-        buf, size = [], 0
-        for eid, where, depth, active in conversation.tree(found):
-            spool.seek(where)
-            data = row(stream.loads(spool.readline()), eid, depth, active)
-            buf.append(data)
-            size += len(data)
-            if size >= 1 << 16:
-                out.write(b"".join(buf))
-                buf, size = [], 0
-        out.write(b"".join(buf))
+
+        def rows():
+            for eid, where, depth, active in conversation.tree(found):
+                spool.seek(where)
+                yield row(stream.loads(spool.readline()), eid, depth, active)
+
+        stream.write_joined(out, rows())
     return cli.OK
 
 

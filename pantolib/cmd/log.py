@@ -60,9 +60,17 @@ from pantolib import cli
 NAME = "panto-log"
 
 
+def _args_memo(argv):
+    """The memo of the parse (cli.parse) of `import`, whose run over sources
+    that did not change is otherwise mostly the parse. The other subcommands
+    keep no memo: replay and append write nothing but the session and its
+    index."""
+    return "log-import-args.memo" if argv and argv[0] == "import" else None
+
+
 @cli.command(NAME)
 def main(argv=None):
-    args = cli.parse(__doc__, argv)
+    args = cli.parse(__doc__, argv, memo=_args_memo(sys.argv[1:] if argv is None else argv))
     if args["append"]:
         return append(args["FILE"])
     if args["tree"]:

@@ -78,6 +78,20 @@ def save_index(index, env=None):
     return persist.write(_index_path(env), _INDEX, marshal.dumps(index, 0))
 
 
+def why(where, e):
+    """One line on what went wrong with `where` (a source, an agent), naming
+    it once: an OSError by its file and words; an error whose own text
+    begins with the source or its file (a SessionError names the file) with
+    the source in front, once."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename or where}: {e.strerror}"
+    text = str(e)
+    for named in (f"{where}: ", f"{_file_of(where)}: "):
+        if text.startswith(named):
+            return f"{where}: {text[len(named):]}"
+    return f"{where}: {text}"
+
+
 def _file_of(source):
     """The file a source lives in (an opencode session is DATABASE#ID)."""
     if "#" in source and not os.path.exists(source):
@@ -354,7 +368,7 @@ def everything(names, dry_run, verbose, warn, env=None):
             try:
                 found = mod.find(env) if hasattr(mod, "find") else mod.sources(env)
             except OSError as e:
-                warn(f"{name}: {e.filename or ''}: {e.strerror or e}; its sessions were left out")
+                warn(f"{name}: {why(name, e).removeprefix(name + ': ')}; its sessions were left out")
                 summary.failed += 1
                 continue
             changed = []
@@ -378,7 +392,7 @@ def everything(names, dry_run, verbose, warn, env=None):
                 try:
                     job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
                 except (PantoError, OSError) as e:
-                    warn(f"{source}: {getattr(e, 'strerror', None) or e}")
+                    warn(why(source, e))
                     summary.failed += 1
                     continue
                 if job is not None:
@@ -425,7 +439,7 @@ class _Run:
                     self.dirs.add(job.new_dir)
                 done.append((source, st, job))
             except (PantoError, OSError) as e:
-                self.warn(f"{source}: {getattr(e, 'strerror', None) or e}")
+                self.warn(why(source, e))
                 self.summary.failed += 1
         self.synced += done
         if len(self.synced) >= COMMIT_EVERY or not self.jobs:
@@ -448,7 +462,7 @@ class _Run:
             if future.result():
                 self.index[source] = identity(st)
         except OSError as e:
-            self.warn(f"{source}: {e.strerror or e}")
+            self.warn(why(source, e))
             self.summary.failed += 1
 
     def wait(self):

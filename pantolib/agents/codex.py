@@ -263,11 +263,14 @@ class Reader:
         return None
 
     def _parent_records(self):
-        """The parent's records after its session_meta, from the first not yet matched."""
+        """The parent's records after its session_meta, from the first not yet
+        matched. A parent found but not readable is not at hand: its path is
+        forgotten (the replay is then told by time, _replayed)."""
         s = self.s
         try:
             f = open(s["parent_path"], "rb")
         except OSError:
+            s["parent_path"] = None
             return
         with f:
             n = 0
@@ -291,11 +294,12 @@ class Reader:
             if self._parents is None:
                 self._parents = self._parent_records()
             theirs = next(self._parents, None)
-            if theirs is not None and theirs.get("type") == t and theirs.get("payload") == rec.get("payload"):
-                s["matched"] += 1
-                return True
-            s["replay"] = False
-            return False
+            if s.get("parent_path"):
+                if theirs is not None and theirs.get("type") == t and theirs.get("payload") == rec.get("payload"):
+                    s["matched"] += 1
+                    return True
+                s["replay"] = False
+                return False
         ts = common.iso(rec.get("timestamp"))
         if ts is not None and s["meta"] is not None and ts < s["meta"]:
             return True

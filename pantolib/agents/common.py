@@ -159,6 +159,9 @@ def image(media_type, data):
     return {"type": "image", "mediaType": media_type, "data": data}
 
 
+LAST_MS = 253402300800000      # 10000-01-01T00:00:00Z: the stamp has four digits of year
+
+
 def iso(value):
     """A source's time stamp (an ISO 8601 string, or Unix seconds or milliseconds
     as a number) as panto's (UTC, milliseconds, Z); None when it is not one."""
@@ -180,6 +183,8 @@ def iso(value):
             d = d.replace(tzinfo=datetime.timezone.utc)
         ms = int(d.timestamp()) * 1000 + d.microsecond // 1000
     else:
+        return None
+    if not 0 <= ms < LAST_MS:
         return None
     from pantolib import entries
 

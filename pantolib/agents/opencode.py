@@ -20,10 +20,6 @@ named by their id (or file name) where a file would give a line number.
 """
 import os
 import re
-import sqlite3
-from urllib.parse import quote
-
-import orjson
 
 from pantolib import entries
 from pantolib.agents import common
@@ -60,6 +56,9 @@ def database(data_dir):
 
 def connect(path):
     """The database opened read-only (it may be in use: WAL readers see the last commit)."""
+    import sqlite3
+    from urllib.parse import quote
+
     try:
         db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=10,
                              isolation_level=None)
@@ -80,6 +79,8 @@ def sources(env):
     found, known = [], set()
     db_path = database(data)
     if db_path:
+        import sqlite3
+
         db = connect(db_path)
         try:
             for row in db.execute("SELECT id, time_created FROM session"):
@@ -107,6 +108,8 @@ def sources(env):
 
 
 def sniff(head: bytes) -> bool:
+    import orjson
+
     if head.startswith(b"SQLite format 3\x00"):
         return True
     try:
@@ -122,6 +125,8 @@ def _int(v):
 
 
 def _load(path):
+    import orjson
+
     try:
         with open(path, "rb") as f:
             obj = orjson.loads(f.read())
@@ -131,6 +136,8 @@ def _load(path):
 
 
 def _obj(text):
+    import orjson
+
     try:
         obj = orjson.loads(text)
     except (orjson.JSONDecodeError, TypeError):
@@ -239,6 +246,8 @@ class Reader:
     # -- the two stores -------------------------------------------------------
 
     def _database(self, path, sid):
+        import sqlite3
+
         db = connect(path)
         try:
             row = db.execute("SELECT * FROM session WHERE id = ?", (sid,)).fetchone()
@@ -416,6 +425,8 @@ class Reader:
                                                    provider=p, model=mo))
 
     def _assistant(self, msg, parts):
+        import orjson
+
         provider, model = _model_of(msg)
         if provider and model:
             self.model = [provider, model]

@@ -14,11 +14,8 @@ line feed is the one record still being written: it waits for the next run.
 """
 import os
 import re
-from datetime import datetime, timezone
 
-import orjson
-
-from pantolib import entries, stream
+from pantolib import entries
 from pantolib.agents import common
 from pantolib.errors import SessionError
 
@@ -69,6 +66,8 @@ def _is_header(h):
 
 
 def sniff(head: bytes) -> bool:
+    import orjson
+
     first = head.split(b"\n", 1)[0]
     try:
         return _is_header(orjson.loads(first))
@@ -84,6 +83,8 @@ def _iso(value, ms=None):
     if isinstance(value, str):
         if _ISO_MS.fullmatch(value):
             return value
+        from datetime import datetime, timezone
+
         try:
             t = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
@@ -115,6 +116,8 @@ def _usage(u):
 
 def _parts(content, role):
     """pi's content as panto blocks."""
+    import orjson
+
     if isinstance(content, str):
         return [entries.text(content)]
     out = []
@@ -149,6 +152,8 @@ def _parts(content, role):
 def _reasoning_item(sig):
     """pi keeps an OpenAI Responses reasoning item whole, as JSON text, in
     thinkingSignature; panto keeps its encrypted_content and id."""
+    import orjson
+
     if not sig.startswith("{"):
         return None
     try:
@@ -175,6 +180,8 @@ def _bash_text(m):
 
 def _parent_session(path, here):
     """The session id of the file a fork names: its file name carries it, else its header."""
+    import orjson
+
     m = _FILE_ID.search(path)
     if m:
         return m.group(1).lower()
@@ -211,6 +218,8 @@ class Reader:
                 "n": self.n, "version": self.version, "model": self.model}
 
     def __iter__(self):
+        from pantolib import stream
+
         with open(self.source, "rb") as f:
             f.seek(self.start)
             offset = self.start
@@ -230,6 +239,8 @@ class Reader:
         self.skipped[kind] = self.skipped.get(kind, 0) + 1
 
     def _record(self, raw):
+        import orjson
+
         if not raw.strip():
             return
         try:

@@ -6,11 +6,13 @@ and vs ccusage 20 (the cost tool most people run) on the same files.
                         [--ccusage PATH] [--no-jq]
 
 SPEC §10 targets, over 1 GB of sessions: `panto-cost --all --by session`
-at most 0.2x the time of jq (5x faster), in constant memory; at most 0.5x
-the time of ccusage 20 (`pi session --json --offline` on the same files)
-on the first report (no cache); a repeated report at most 0.05x of
-ccusage's, both when nothing changed and when one session has grown by a
-turn since. Each pair runs side by side, --repeat times (3): the ratios are
+at most 0.2x the time of jq (5x faster), in constant memory; never slower
+than ccusage 20 (`pi session --json --offline` on the same files): at most
+1.0x its time on the first report (no cache), a repeated report at most
+0.05x of ccusage's when nothing changed and at most 0.1x when one session
+has grown by a turn since (the targets as SPEC §10 restates them from the
+floors measured: orjson's parse of the priced lines alone is ~0.65x of
+ccusage's time on two cores). Each pair runs side by side, --repeat times (3): the ratios are
 printed as best, median and worst. The sums are checked to agree with jq
 (tokens exactly, dollars to float precision, which is all jq has) and the
 token counts with ccusage's. Peak memory is each command's own maximum
@@ -176,6 +178,9 @@ def spread(ratios):
     return f"{r[0]:.3f}x (median {r[len(r) // 2]:.3f}x, worst {r[-1]:.3f}x)"
 
 
+FIRST, NOTHING, GROWN = 1.0, 0.05, 0.1     # of ccusage's time (SPEC §10)
+
+
 def verdict(ratios, target):
     return f"{spread(ratios)}  target <= {target}x: {'ok' if max(ratios) <= target else 'MISSES'}"
 
@@ -271,9 +276,9 @@ def main():
             growns.append(timed(cost_cmd, env)[0] / dt_cc)
         check_ccusage(cost_out, cc_out)
         print(f"ccusage     {cc_best:7.2f} s  (pi session --json --offline)")
-        print(f"first report / ccusage:    {verdict(firsts, 0.5)}")
-        print(f"nothing changed / ccusage: {verdict(agains, 0.05)}")
-        print(f"one session grown by a turn / ccusage: {verdict(growns, 0.05)}")
+        print(f"first report / ccusage:    {verdict(firsts, FIRST)}")
+        print(f"nothing changed / ccusage: {verdict(agains, NOTHING)}")
+        print(f"one session grown by a turn / ccusage: {verdict(growns, GROWN)}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if not a.keep:

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """How often a Ctrl-C loses a turn: the hand-written pipeline, and the REPL.
 
-    bench/bench_sigint.py pipeline [--rounds N] [--window S] [--bin DIR]
+    bench/bench_sigint.py pipeline [--rounds N] [--window S] [--signal INT|TERM|HUP] [--bin DIR]
     bench/bench_sigint.py repl [--rounds N]
 
 pipeline: `panto-log replay --last | panto-send PROMPT | panto-log append`
 (the README's main use) started N times in a process group of its own, with
 SIGINT sent to the whole group (as the terminal sends it) at a random moment
-in the first S seconds (default 0.1). A round loses its turn when the prompt
-is not in the session file afterwards; a traceback on stderr is counted
-apart. --bin names the directory of the commands (default: PATH), so that
+in the first S seconds (default 0.1); --signal TERM or HUP sends that
+instead (a `kill` of the group, a closed terminal). A round loses its turn
+when the prompt is not in the session file afterwards, and loses a paid-for
+reply when the server was asked (its request log holds the prompt) and the
+file holds no reply to the prompt, not even an aborted one; a traceback on
+stderr is counted apart. --bin names the directory of the commands (default: PATH), so that
 two installs can be compared side by side (e.g. a checkout of the previous
 release's venv as the reference).
 
@@ -40,7 +43,8 @@ import common  # noqa: E402
 def _server(tmp):
     port_file = os.path.join(tmp, "port")
     srv = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(HERE), "tests", "sse_server.py"),
-                            "--port-file", port_file, "--auto"], stdout=subprocess.DEVNULL)
+                            "--port-file", port_file, "--auto", "--log", os.path.join(tmp, "requests.jsonl")],
+                           stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while not os.path.exists(port_file):
         if time.monotonic() > deadline or srv.poll() is not None:
@@ -73,6 +77,17 @@ def _session(env, work):
     return path
 
 
+def _answered(data, prompt):
+    """Whether the session holds an assistant entry (whole or aborted) under the prompt's entry."""
+    import orjson
+
+    objs = [orjson.loads(line) for line in data.splitlines() if line.strip()]
+    asks = {o["id"] for o in objs if o.get("type") == "message" and o["message"].get("role") == "user"
+            and any(b.get("text") == prompt for b in o["message"].get("content", []))}
+    return any(o.get("parentId") in asks and o.get("type") == "message" and o["message"].get("role") == "assistant"
+               for o in objs)
+
+
 def pipeline(a):
     tmp = tempfile.mkdtemp(prefix="panto-bench-")
     srv = None
@@ -89,7 +104,8 @@ def pipeline(a):
             return os.path.join(a.bin, name) if a.bin else common.command(name)
 
         rng = random.Random(a.seed)
-        lost = tracebacks = replied = 0
+        signum = getattr(signal, "SIG" + a.signal)
+        lost = tracebacks = replied = asked = paid_lost = 0
         causes = {}
         for i in range(a.rounds):
             prompt = f"prompt number {i:04d} of the sweep"
@@ -107,7 +123,7 @@ def pipeline(a):
                 procs.append(p)
             time.sleep(rng.uniform(0, a.window))
             try:
-                os.killpg(procs[0].pid, signal.SIGINT)
+                os.killpg(procs[0].pid, signum)
             except ProcessLookupError:
                 pass
             for p in procs:
@@ -135,13 +151,24 @@ def pipeline(a):
                     print(text.decode(errors="replace"))
             if f"You said: {prompt}".encode() in data:
                 replied += 1
-        print(f"pipeline: {a.rounds} rounds, SIGINT to the whole pipeline 0-{a.window * 1000:.0f} ms after its start")
+            try:
+                with open(os.path.join(tmp, "requests.jsonl"), "rb") as f:
+                    was_asked = prompt.encode() in f.read()
+            except FileNotFoundError:       # no request yet in this sweep
+                was_asked = False
+            if was_asked:
+                asked += 1
+                if not _answered(data, prompt):
+                    paid_lost += 1
+        print(f"pipeline: {a.rounds} rounds, SIG{a.signal} to the whole pipeline 0-{a.window * 1000:.0f} ms "
+              f"after its start (load {os.getloadavg()[0]:.2f})")
         print(f"  commands from {a.bin or 'PATH'}")
         print(f"  turns lost (prompt not in the file): {lost} ({100 * lost / a.rounds:.1f}%)")
         for why, n in sorted(causes.items(), key=lambda kv: -kv[1]):
             print(f"    {n:4d}  {why}")
         print(f"  rounds with a traceback:             {tracebacks}")
         print(f"  rounds that got their reply anyway:  {replied}")
+        print(f"  rounds whose request reached the server: {asked}; of those, the reply lost: {paid_lost}")
     finally:
         if srv is not None:
             srv.kill()
@@ -165,6 +192,7 @@ def main(argv=None):
     ap.add_argument("mode", choices=["pipeline", "repl"])
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--window", type=float, default=0.1)
+    ap.add_argument("--signal", choices=["INT", "TERM", "HUP"], default="INT", help="pipeline: the signal sent")
     ap.add_argument("--bin", help="directory of the commands (default: PATH)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--verbose", action="store_true")

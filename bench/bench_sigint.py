@@ -11,7 +11,9 @@ in the first S seconds (default 0.1); --signal TERM or HUP sends that
 instead (a `kill` of the group, a closed terminal). A round loses its turn
 when the prompt is not in the session file afterwards, and loses a paid-for
 reply when the server was asked (its request log holds the prompt) and the
-file holds no reply to the prompt, not even an aborted one; a traceback on
+file holds no reply to the prompt, not even an aborted one, unless
+panto-send was interrupted before a byte of the reply came back (counted
+apart: there was nothing to keep); a traceback on
 stderr is counted apart. --bin names the directory of the commands (default: PATH), so that
 two installs can be compared side by side (e.g. a checkout of the previous
 release's venv as the reference).
@@ -105,7 +107,7 @@ def pipeline(a):
 
         rng = random.Random(a.seed)
         signum = getattr(signal, "SIG" + a.signal)
-        lost = tracebacks = replied = asked = paid_lost = 0
+        lost = tracebacks = replied = asked = paid_lost = unbegun = 0
         causes = {}
         for i in range(a.rounds):
             prompt = f"prompt number {i:04d} of the sweep"
@@ -158,8 +160,13 @@ def pipeline(a):
                 was_asked = False
             if was_asked:
                 asked += 1
-                if not _answered(data, prompt):
+                if not _answered(data, prompt) and b"before the reply began" in text:
+                    unbegun += 1            # asked, but not a byte of the reply came back: nothing to keep
+                elif not _answered(data, prompt):
                     paid_lost += 1
+                    if a.verbose:
+                        print(f"round {i}: asked, no reply kept; statuses "
+                              f"{[p.returncode for p in procs]}; stderr: {text.decode(errors='replace')!r}")
         print(f"pipeline: {a.rounds} rounds, SIG{a.signal} to the whole pipeline 0-{a.window * 1000:.0f} ms "
               f"after its start (load {os.getloadavg()[0]:.2f})")
         print(f"  commands from {a.bin or 'PATH'}")
@@ -168,7 +175,8 @@ def pipeline(a):
             print(f"    {n:4d}  {why}")
         print(f"  rounds with a traceback:             {tracebacks}")
         print(f"  rounds that got their reply anyway:  {replied}")
-        print(f"  rounds whose request reached the server: {asked}; of those, the reply lost: {paid_lost}")
+        print(f"  rounds whose request reached the server: {asked}; of those, interrupted before a byte of "
+              f"the reply came back: {unbegun}; a reply lost: {paid_lost}")
     finally:
         if srv is not None:
             srv.kill()

@@ -92,12 +92,17 @@ class SessionState:
         begins with the whole of the previous one (replay printed the file
         the last step left): then only the new lines are parsed."""
         session = self._parse(data)
-        if self.path is None and session is not None and session.header is not None:
+        if session is None or session.header is None:
+            return session
+        if self.path is None:
             candidate = paths.session_path(session.header)
             if os.path.exists(candidate):
                 self.path = candidate
-        if session is not None and session.header is not None and self.path is not None:
+        known = self.session.header if self.session is not None else None
+        if self.path is not None and (known is None or known.get("id") == session.header.get("id")):
             self.session = session      # (a first prompt that failed left no file)
+        # else: another session's echo (this one's file could not be read and
+        # panto-send began anew): the state keeps what the file holds
         return session
 
     def _parse(self, data):

@@ -486,9 +486,6 @@ def lost_prompt(t, path, srv):
     os.rename(path + ".away", path)
 
 
-@pytest.mark.xfail(strict=True, reason="after a turn that could not read its session file, /retry says "
-                   "'retrying: the lost prompt' but sends the file's conversation without it: "
-                   "panto-send answers 'nothing to send: give a PROMPT or -f FILE'")
 def test_retry_sends_the_prompt_that_never_reached_the_file(isolated, srv, env):
     t, path = one_turn(env, srv, isolated)
     lost_prompt(t, path, srv)

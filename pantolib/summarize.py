@@ -33,7 +33,8 @@ def run(args):
         if not turn.write_input(out, out_lines):
             raise turn.not_kept()
         del out_lines
-        entry = _summarize(args, session, keep, instructions, provider, options, key_var, opts, keys, taken)
+        entry = _summarize(args, turn.Turn(session, taken, out, opts, provider, options, key_var, keys), keep,
+                           instructions)
     except KeyboardInterrupt:
         from pantolib import signals
 
@@ -49,11 +50,13 @@ def run(args):
     return cli.OK
 
 
-def _summarize(args, session, keep, instructions, provider, options, key_var, opts, keys, taken):
-    """Ask for the summary and return the compaction entry, or None (with a
-    note) when there is nothing to compact."""
+def _summarize(args, t, keep, instructions):
+    """Ask for the summary of Turn t's session and return the compaction
+    entry, or None (with a note) when there is nothing to compact."""
     from pantolib import cli, providers, signals, turn
     from pantolib.errors import ProviderError
+
+    session, options = t.session, t.options
 
     asked = request_messages(session, keep, instructions)
     if asked is None:
@@ -61,10 +64,10 @@ def _summarize(args, session, keep, instructions, provider, options, key_var, op
                             "the stream is passed through unchanged")
         return None
     messages, first_kept = asked
-    turn.need_key(options, key_var)
-    live = turn.live_display(args, keys)
+    turn.need_key(options, t.key_var)
+    live = turn.live_display(args, t.keys)
     try:
-        content, stop, usage = turn.exchange(provider, options, messages, opts, live, keys, key_var, {})
+        content, stop, usage = turn.exchange(t, messages, live)
     finally:
         if live is not None:
             live.end()
@@ -77,4 +80,4 @@ def _summarize(args, session, keep, instructions, provider, options, key_var, op
     if stop == "length":
         cli.warn(turn.NAME, "the summary was cut off at the token limit (raise --max-tokens); "
                             "it is written as it came")
-    return make_entry(summary, first_kept, session.leaf, taken, provider, options.model, usage)
+    return make_entry(summary, first_kept, session.leaf, t.taken, t.provider, options.model, usage)

@@ -270,32 +270,6 @@ def live_display(args, keys):
     return Live(sys.stderr, keys, dim=sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
 
 
-def run(args, session, provider, options, key_var, opts, keys, taken, out, state):
-    """Send the conversation and write the reply (the prompt is already out)."""
-    leaf = session.leaf_message()
-    if leaf is None or leaf["message"]["role"] != "user":
-        raise error("nothing to send: give a PROMPT or -f FILE")
-    need_key(options, key_var)
-    from pantolib import signals
-
-    with signals.held():    # imports (see cmd/send.py)
-        if args["--tools"]:
-            from pantolib import tools
-
-            options.tools = tools.schemas()
-        live = live_display(args, keys)
-    try:
-        content, stop, usage = exchange(provider, options, session.messages(), opts, live, keys,
-                                        key_var, state)
-        content, stop = unoffered_calls(options, content, stop, live)
-    finally:
-        if live is not None:
-            live.end()
-    signals.finish()  # the reply is complete: nothing may cut its line
-    write_reply(out, session, taken, provider, options, keys, content, stop, usage)
-    return cli.OK
-
-
 def unoffered_calls(options, content, stop, live=None):
     """(content, stopReason) of a reply, with the tool calls of a request that
     offered none kept as text (providers.calls_as_text), and one note saying so."""
@@ -313,51 +287,92 @@ def unoffered_calls(options, content, stop, live=None):
     return content, stop
 
 
-def write_reply(out, session, taken, provider, options, keys, content, stop, usage):
-    from pantolib import entries, secrets, stream
+class Turn:
+    """One request and where its reply goes: the session read from the input
+    (and the entry ids it has taken), the output stream, the command's
+    checked options (`opts`, check()), and what configure() chose: the
+    provider's name, its request Options, the name of its key's variable and
+    the secrets to keep out of every output. `state` holds the network
+    thread to join before the first request ("network") and, once the reply
+    streams, its accumulator ("acc", for aborted())."""
 
-    reply = entries.make_message("assistant", content, session.leaf, taken)
-    msg = reply["message"]
-    msg.update(provider=provider, model=options.model, api=options.api, stopReason=stop)
-    if usage is not None:
-        msg["usage"] = usage
-    out.write(secrets.redact_bytes(stream.dumps(reply), keys))
+    def __init__(self, session, taken, out, opts, provider, options, key_var, keys):
+        self.session, self.taken, self.out, self.opts = session, taken, out, opts
+        self.provider, self.options, self.key_var, self.keys = provider, options, key_var, keys
+        self.state = {}
+
+    def run(self, args):
+        """Send the conversation and write the reply (the prompt is already out)."""
+        leaf = self.session.leaf_message()
+        if leaf is None or leaf["message"]["role"] != "user":
+            raise error("nothing to send: give a PROMPT or -f FILE")
+        need_key(self.options, self.key_var)
+        from pantolib import signals
+
+        with signals.held():    # imports (see cmd/send.py)
+            if args["--tools"]:
+                from pantolib import tools
+
+                self.options.tools = tools.schemas()
+            live = live_display(args, self.keys)
+        try:
+            content, stop, usage = exchange(self, self.session.messages(), live)
+            content, stop = unoffered_calls(self.options, content, stop, live)
+        finally:
+            if live is not None:
+                live.end()
+        signals.finish()  # the reply is complete: nothing may cut its line
+        self.write_reply(content, stop, usage)
+        return cli.OK
+
+    def write_reply(self, content, stop, usage):
+        from pantolib import entries, secrets, stream
+
+        reply = entries.make_message("assistant", content, self.session.leaf, self.taken)
+        msg = reply["message"]
+        msg.update(provider=self.provider, model=self.options.model, api=self.options.api, stopReason=stop)
+        if usage is not None:
+            msg["usage"] = usage
+        self.out.write(secrets.redact_bytes(stream.dumps(reply), self.keys))
+
+    def aborted(self):
+        """Ctrl-C (or SIGTERM, SIGHUP) while the reply streamed: keep what arrived
+        as an assistant entry with stopReason "aborted" (tool uses not yet
+        complete are dropped; usage as far as reported), then exit 128 + the
+        signal's number (signals.status()). A second signal cannot cut it."""
+        from pantolib import signals
+
+        signals.finish()
+        acc = self.state.get("acc")
+        if acc is not None:
+            content, usage = acc.partial()
+            content, _ = unoffered_calls(self.options, content, "aborted")
+            if content or usage is not None:
+                self.write_reply(content, "aborted", usage)
+                self.out.flush()
+                cli.warn(NAME, "interrupted: the reply so far is kept (stopReason aborted)")
+                return signals.status()
+        from pantolib import stream
+
+        # a new session's file is made with its first reply: only an older one keeps the prompt
+        session = self.session
+        kept = any(stream.is_assistant(line.obj) for line in session.lines) or (
+            session.unread is not None and any(stream.is_assistant(stream.loads(raw))
+                                               for raw in session.unread.read().split(b"\n")))
+        cli.warn(NAME, "interrupted before the reply began" + (" (the prompt is kept)" if kept else ""))
+        return signals.status()
 
 
-def aborted(acc, session, taken, provider, options, keys, out):
-    """Ctrl-C (or SIGTERM, SIGHUP) while the reply streamed: keep what arrived
-    as an assistant entry with stopReason "aborted" (tool uses not yet
-    complete are dropped; usage as far as reported), then exit 128 + the
-    signal's number (signals.status()). A second signal cannot cut it."""
+def exchange(t, messages, live):
+    """One request of Turn t for `messages`; a 400/422 naming optional fields
+    is retried in the older form or without them (the module's negotiate():
+    every field it names in one retry). What a server refused is remembered
+    for a day (providers.refusals), so later requests leave it out from the
+    start. The network thread in t.state is joined first; the reply's
+    accumulator is kept there as "acc" once it streams (for Turn.aborted)."""
     from pantolib import signals
 
-    signals.finish()
-    if acc is not None:
-        content, usage = acc.partial()
-        content, _ = unoffered_calls(options, content, "aborted")
-        if content or usage is not None:
-            write_reply(out, session, taken, provider, options, keys, content, "aborted", usage)
-            out.flush()
-            cli.warn(NAME, "interrupted: the reply so far is kept (stopReason aborted)")
-            return signals.status()
-    from pantolib import stream
-
-    # a new session's file is made with its first reply: only an older one keeps the prompt
-    kept = any(stream.is_assistant(line.obj) for line in session.lines) or (
-        session.unread is not None and any(stream.is_assistant(stream.loads(raw))
-                                           for raw in session.unread.read().split(b"\n")))
-    cli.warn(NAME, "interrupted before the reply began" + (" (the prompt is kept)" if kept else ""))
-    return signals.status()
-
-
-def exchange(provider, options, messages, opts, live, keys, key_var, state):
-    """One request; a 400/422 naming optional fields is retried in the older
-    form or without them (the module's negotiate(): every field it names in
-    one retry). What a server refused is remembered for a day (providers.
-    refusals), so later requests leave it out from the start. `state` may
-    hold the "network" to join first; the reply's accumulator is kept there
-    as "acc" once it streams (for aborted())."""
-    from pantolib import signals
+    provider, options, opts, keys, key_var, state = t.provider, t.options, t.opts, t.keys, t.key_var, t.state
 
     with signals.held():    # imports (see cmd/send.py): the network thread's first
         if "network" in state:

@@ -39,8 +39,6 @@ Options:
   -h, --help            Show this help.
   --version             Show the version.
 """
-import sys
-
 from pantolib import cli, turn
 
 NAME = turn.NAME
@@ -87,7 +85,9 @@ def main(argv=None):
     user = None
     if prompt is not None:
         user = turn.add_prompt(session, out_lines, prompt, taken, provider, options, keys)
-    state = {"network": net} if net is not None else {}  # and the reply's accumulator, once it streams
+    t = turn.Turn(session, taken, out, opts, provider, options, key_var, keys)
+    if net is not None:
+        t.state["network"] = net
     try:
         if not turn.write_input(out, out_lines):  # downstream before anything can go wrong on the network
             raise turn.not_kept()
@@ -96,9 +96,9 @@ def main(argv=None):
             cli.warn(NAME, "interrupted before the request (the input"
                            f"{' and the prompt are' if user is not None else ' is'} passed on)")
             return signals.status()
-        return turn.run(args, session, provider, options, key_var, opts, keys, taken, out, state)
+        return t.run(args)
     except KeyboardInterrupt:
-        return turn.aborted(state.get("acc"), session, taken, provider, options, keys, out)
+        return t.aborted()
     except turn.ContextFull:
         cli.warn(NAME, f"the prompt is too long for the context window of {options.model} "
                        "(compact the session: panto-send --compact)")

@@ -298,6 +298,13 @@ class Agent:
         """Run one pipeline, drawing what panto-send and panto-tool show;
         learn the session file from its output."""
         before = self.state.session.leaf if self.state.session is not None else None
+        path = self.state.path
+        if path and not os.path.exists(path) and any(c.role == "send" for c in commands):
+            # replay would fail and panto-send begin a conversation of the prompt alone (paid
+            # for, and written as a new session under this one's name): nothing is sent
+            self.say(f"[the session file is gone: {terminal.visible_line(path)}; nothing was sent "
+                     "(put it back, then /retry)]", RED)
+            return Outcome([cli.FAIL], None, False, 0.0, False, before)
         pipe = Pipeline(commands, interrupts=self.irq, stdin_data=stdin_data)
         drawn = StepScreen(self.screen, pipe, label, self.settings.yes)
         esc = None

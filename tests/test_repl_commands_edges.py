@@ -475,14 +475,17 @@ def test_a_history_that_cannot_be_kept_does_not_stop_the_session(isolated, srv, 
 # -- /retry and /fork around the file -----------------------------------------------------
 
 def lost_prompt(t, path, srv):
-    """A prompt entered while the session file is away: the turn fails; the file comes back."""
+    """A prompt entered while the session file is away: nothing is sent (a request of
+    the prompt alone would be paid for, and its reply written as another session under
+    this one's name); the file comes back."""
     os.rename(path, path + ".away")                     # the file moved away for a moment
-    srv.push(error_reply(400, "not now", kind="invalid_request_error"))
+    asked = len(srv.requests)
     t.line("the lost prompt")
     t.expect("the lost prompt")
     failed = t.expect("\x1b[?2004h")                    # up to the next prompt
     t.expect("> ")
-    assert "no such session file" in failed
+    assert f"[the session file is gone: {path}; nothing was sent (put it back, then /retry)]" in failed
+    assert len(srv.requests) == asked and not os.path.exists(path)
     os.rename(path + ".away", path)
 
 

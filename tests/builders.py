@@ -97,6 +97,20 @@ def compaction(eid, parent, first_kept, summary="what came before"):
                          "firstKeptId": first_kept, "provider": "openai", "model": "gpt-4o"}) + b"\n"
 
 
+def two_prompts_compacted(cwd):
+    """A session file of a system prompt and two exchanges, compacted after the
+    second keeping it (firstKeptId its prompt): its path."""
+    c = {"type": "compaction", "id": "cccccccc", "parentId": "a0000002", "timestamp": "2026-04-25T17:40:17.000Z",
+         "summary": "we talked", "firstKeptId": "u0000002", "provider": "openai", "model": "gpt-4o"}
+    data = (header(cwd) + msg("s0000001", None, "system", "be brief")
+            + msg("u0000001", "s0000001", "user", "the early prompt")
+            + msg("a0000001", "u0000001", "assistant", "early answer", provider="openai", model="gpt-4o")
+            + msg("u0000002", "a0000001", "user", "the kept prompt")
+            + msg("a0000002", "u0000002", "assistant", "kept answer", provider="openai", model="gpt-4o")
+            + orjson.dumps(c) + b"\n")
+    return session_file(cwd, data=data)
+
+
 def compacted_session(cwd, turns=6, branch=True):
     """system, `turns` user/assistant pairs (an abandoned branch after the
     second), a compaction keeping the last two prompts, then one more turn

@@ -9,25 +9,15 @@ import sqlite3
 
 import orjson
 import pytest
+from fixtures.records import OC_SCHEMA as SCHEMA, OC_T0 as T0
 
 from pantolib.agents import opencode
 from pantolib import stream
 from pantolib.errors import SessionError
 
-T0 = 1767348000000      # 2026-01-02T10:00:00.000Z
 SES = "ses_4f1a2b3c4d5eAbCdEfGhIjKlMn"
 SUB = "ses_4f1a2b3c4d5fSubAgentXyZ"
 PNG = "iVBORw0KGgo="
-
-SCHEMA = """
-CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL,
-  directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, time_created INTEGER NOT NULL,
-  time_updated INTEGER NOT NULL);
-CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
-  time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
-  time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-"""
 
 
 def iso(s):

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from builders import SID, header, msg, session_file
+from builders import SID, header, msg, session_file, two_prompts_compacted
 from conftest import repl_env, run
 from repl_term import Term, read_entries, session_files, write_session
 from sse_server import error_reply, openai_text, openai_tools
@@ -171,26 +171,11 @@ def test_rewind_to_a_first_prompt_with_nothing_before_it(isolated, srv, env):
     assert open(path, "rb").read() == before
 
 
-def compacted(isolated):
-    from pantolib import stream
-
-    compaction = {"type": "compaction", "id": "cccccccc", "parentId": "a0000002",
-                  "timestamp": "2026-04-25T17:40:17.000Z", "summary": "we talked", "firstKeptId": "u0000002",
-                  "provider": "openai", "model": "gpt-4o"}
-    data = (header(isolated) + msg("s0000001", None, "system", "be brief")
-            + msg("u0000001", "s0000001", "user", "the early prompt")
-            + msg("a0000001", "u0000001", "assistant", "early answer", provider="openai", model="gpt-4o")
-            + msg("u0000002", "a0000001", "user", "the kept prompt")
-            + msg("a0000002", "u0000002", "assistant", "kept answer", provider="openai", model="gpt-4o")
-            + stream.dumps(compaction))
-    return session_file(isolated, data=data)
-
-
 def test_rewind_by_id_and_the_tree_of_two_first_prompts(isolated, srv, env):
     """/rewind ID takes an id prefix (an ambiguous or unknown one is said);
     a prompt sent after taking back the first one is a second root, and the
     tree draws the compaction and leaves the title out."""
-    path = compacted(isolated)
+    path = two_prompts_compacted(isolated)
     srv.push(openai_text("a new start"))
     t = Term(["--no-tools", "--resume", SID], dict(env, NO_COLOR="1"))
     t.expect("> ")

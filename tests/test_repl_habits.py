@@ -178,19 +178,9 @@ def test_unknown_option_is_still_a_usage_error(isolated, env):
 def test_rewind_lists_the_prompts_a_compaction_summarized(isolated, srv, env):
     """A turn reads only what its request needs (replay --context), but
     /rewind offers every prompt on the path, those before the compaction too."""
-    from builders import SID, header, msg, session_file
-    from pantolib import stream
+    from builders import SID, two_prompts_compacted
 
-    compaction = {"type": "compaction", "id": "cccccccc", "parentId": "a0000002",
-                  "timestamp": "2026-04-25T17:40:17.000Z", "summary": "we talked", "firstKeptId": "u0000002",
-                  "provider": "openai", "model": "gpt-4o"}
-    data = (header(isolated) + msg("s0000001", None, "system", "be brief")
-            + msg("u0000001", "s0000001", "user", "the early prompt")
-            + msg("a0000001", "u0000001", "assistant", "early answer", provider="openai", model="gpt-4o")
-            + msg("u0000002", "a0000001", "user", "the kept prompt")
-            + msg("a0000002", "u0000002", "assistant", "kept answer", provider="openai", model="gpt-4o")
-            + stream.dumps(compaction))
-    session_file(isolated, data=data)
+    two_prompts_compacted(isolated)
     srv.push(openai_text("after"))
     t = Term(["--no-tools", "--resume", SID], env)
     t.expect("> ")

@@ -406,6 +406,7 @@ def test_up_and_down_move_between_the_lines_of_a_multi_line_prompt(isolated, srv
 
 
 def test_ctrl_l_redraws_without_copies_of_the_prompt_in_tmux_scrollback(isolated, srv, env, tmp_path):
+    import os
     import shutil
     import subprocess
     import time
@@ -415,16 +416,19 @@ def test_ctrl_l_redraws_without_copies_of_the_prompt_in_tmux_scrollback(isolated
     import tempfile
 
     short = tempfile.mkdtemp(prefix="pt-", dir="/tmp")     # a socket path must stay short
-    tmux = ["tmux", "-L", "panto", "-f", "/dev/null"]
+    socket = "panto-" + os.path.basename(short)     # a private server of its own, never the default one
+
+    def tmux(*args, **kw):
+        return subprocess.run(["tmux", "-L", socket, "-f", "/dev/null", *args], env=env, **kw)
+
     srv.push(openai_text("one"))
     env = dict(env, TMUX_TMPDIR=short)
     env.pop("TMUX", None)
-    subprocess.run(tmux + ["new-session", "-d", "-x", "100", "-y", "20", shutil.which("panto"), "--no-tools"],
-                   env=env, check=True)
+    tmux("new-session", "-d", "-x", "100", "-y", "20", shutil.which("panto"), "--no-tools", check=True)
 
     def pane(history=True):
-        return subprocess.run(tmux + ["capture-pane", "-p"] + (["-S", "-200"] if history else []),
-                              capture_output=True, text=True, env=env).stdout
+        back = ["-S", "-200"] if history else []
+        return tmux("capture-pane", "-p", *back, capture_output=True, text=True).stdout
 
     def until(cond, what):
         deadline = time.monotonic() + 20
@@ -434,16 +438,16 @@ def test_ctrl_l_redraws_without_copies_of_the_prompt_in_tmux_scrollback(isolated
 
     try:
         until(lambda: any(r.startswith(">") for r in pane(False).split("\n")), "the prompt")
-        subprocess.run(tmux + ["send-keys", "-l", "hello"], env=env, check=True)
-        subprocess.run(tmux + ["send-keys", "C-l"], env=env, check=True)
+        tmux("send-keys", "-l", "hello", check=True)
+        tmux("send-keys", "C-l", check=True)
         until(lambda: pane(False).startswith("> hello"), "the redraw at the top")
         for ch in "abcdef":
-            subprocess.run(tmux + ["send-keys", "-l", ch], env=env, check=True)
+            tmux("send-keys", "-l", ch, check=True)
         until(lambda: "> helloabcdef" in pane(False), "the typed keys")
         everything = pane()
         assert everything.count("> hello") == 2, everything     # once before Ctrl-L, once on the screen
     finally:
-        subprocess.run(tmux + ["kill-server"], env=env, capture_output=True)
+        tmux("kill-server", capture_output=True)
         shutil.rmtree(short, ignore_errors=True)
 
 

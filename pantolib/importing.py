@@ -78,18 +78,24 @@ def save_index(index, env=None):
     return persist.write(_index_path(env), _INDEX, marshal.dumps(index, 0))
 
 
-def why(where, e):
-    """One line on what went wrong with `where` (a source, an agent), naming
-    it once: an OSError by its file and words; an error whose own text
-    begins with the source or its file (a SessionError names the file) with
-    the source in front, once."""
+def _words(e, where=None):
+    """An error's own words, naming its file once: an OSError by its file
+    (else `where`) and its strerror; any other as it is."""
     if isinstance(e, OSError) and e.strerror:
-        return f"{e.filename or where}: {e.strerror}"
-    text = str(e)
-    for named in (f"{where}: ", f"{_file_of(where)}: "):
+        named = e.filename or where
+        return f"{named}: {e.strerror}" if named else e.strerror
+    return str(e)
+
+
+def why(source, e):
+    """One line on what went wrong with a source, naming it once: the
+    error's words (_words) with the source in front, where they begin with
+    the source or its file (a SessionError names the file) instead of it."""
+    text = _words(e, source)
+    for named in (f"{source}: ", f"{_file_of(source)}: "):
         if text.startswith(named):
-            return f"{where}: {text[len(named):]}"
-    return f"{where}: {text}"
+            return f"{source}: {text[len(named):]}"
+    return f"{source}: {text}"
 
 
 def _file_of(source):
@@ -368,7 +374,7 @@ def everything(names, dry_run, verbose, warn, env=None):
             try:
                 found = mod.find(env) if hasattr(mod, "find") else mod.sources(env)
             except OSError as e:
-                warn(f"{name}: {why(name, e).removeprefix(name + ': ')}; its sessions were left out")
+                warn(f"{name}: {_words(e)}; its sessions were left out")
                 summary.failed += 1
                 continue
             changed = []

@@ -86,26 +86,20 @@ def header(sid, timestamp, cwd, agent, path, source_id, parent=None, relation=No
     return h
 
 
-USAGE_ORDER = ("input", "output", "cacheRead", "cacheWrite", "reasoning", "cacheWrite1h")
-
-
 def usage(input=0, output=0, cache_read=0, cache_write=0, reasoning=0, cache_write_1h=0):
-    """Usage in panto's form from counts (anything not a positive int reads as 0):
-    input and output always, the others only when not 0."""
-    vals = (input, output, cache_read, cache_write, reasoning, cache_write_1h)
-    vals = [v if type(v) is int and v > 0 else 0 for v in vals]
-    u = {"input": vals[0], "output": vals[1]}
-    for k, v in zip(USAGE_ORDER[2:], vals[2:]):
-        if v:
-            u[k] = v
-    return u
+    """Usage in panto's form from a source's counts (anything not a positive
+    int reads as 0), as entries.usage_dict writes it."""
+    from pantolib import entries
+
+    counts = (input, output, cache_read, cache_write, reasoning, cache_write_1h)
+    return entries.usage_dict(*(v if type(v) is int and v > 0 else 0 for v in counts))
 
 
 def _norm_usage(u):
-    if u is None:
-        return None
-    return usage(u.get("input", 0), u.get("output", 0), u.get("cacheRead", 0), u.get("cacheWrite", 0),
-                 u.get("reasoning", 0), u.get("cacheWrite1h", 0))
+    """A usage dict of panto's keys in panto's form (SPEC §3's reading of it, entries.usage_counts)."""
+    from pantolib import entries
+
+    return entries.usage_dict(*entries.usage_counts(u))
 
 
 def message(eid, parent, timestamp, role, content, *, provider=None, model=None, api=None,

@@ -70,7 +70,8 @@ def _args_memo(argv):
 
 @cli.command(NAME)
 def main(argv=None):
-    args = cli.parse(__doc__, argv, memo=_args_memo(sys.argv[1:] if argv is None else argv))
+    argv = sys.argv[1:] if argv is None else argv
+    args = cli.parse(__doc__, argv, memo=_args_memo(argv))
     if args["append"]:
         return append(args["FILE"])
     if args["tree"]:

@@ -26,6 +26,7 @@ FIELDS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h",
 #          zero): turns alike in it are priced alike, so a sum prices
 #          exactly as its turns would one by one.
 SUMS = ("turns", "input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "compactions")
+_COLUMN_OF_SUM = tuple(FIELDS.index(f) for f in SUMS)   # where each of SUMS goes in a row of FIELDS
 BILLED = 1 << 5    # beyond the five category bits: no rate applies, the turn costs 0
 _QUARTER = {f"{m:02d}": f"{m // 15 * 15:02d}:00Z" for m in range(60)}
 
@@ -225,15 +226,9 @@ class Tally:
                 row = rows.get(rk)
                 if row is None:
                     row = rows[rk] = [0] * width
-                turns, inp, out, cr, cw, cw1h, reasoning, compactions = v
-                row[0] += turns
-                row[1] += inp
-                row[2] += out
-                row[3] += cr
-                row[4] += cw
-                row[5] += cw1h
-                row[6] += reasoning
-                row[9] += compactions
+                for i, n in zip(_COLUMN_OF_SUM, v):
+                    row[i] += n
+                turns, inp, out, cr, cw, cw1h = v[:6]
                 if key[4] == BILLED:
                     row[10] += turns
                 if r is None:

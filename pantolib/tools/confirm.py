@@ -306,16 +306,29 @@ class Approver:
         name = use["name"]
         rows = show.call(use, args, style, cwd=cwd, whole=True)
         before = show.existing(args, cwd) if name == "write" else None
-        if before is not None:      # a write over an existing file: its diff against it
-            new = str(args.get("content", ""))
-            full = show.write_diff(before, new, style, limit=None, width=None)
-            cut = show.write_diff(before, new, style)
+        if before is not None or name == "edit":   # a diff: of a write against the file it replaces, or of an edit
+            if before is not None:
+                new = str(args.get("content", ""))
+
+                def diff(s, **cut):
+                    return show.write_diff(before, new, s, **cut)
+
+                def head(s):
+                    return show.call(use, args, s, cwd=cwd)[0]
+            else:
+                def diff(s, **cut):
+                    return show.diff(args, cwd, s, **cut)
+
+                def head(s):
+                    return show.header(name, show.summary(name, args), s)
+            full = diff(style, limit=None, width=None)
+            cut = diff(style)
             more = max(0, len(full) - show.DIFF)
             long = sum(1 for a, b in zip(cut[:show.DIFF], full) if a != b)
 
             def whole(on):
                 s = show.Style(on)
-                return [show.call(use, args, s, cwd=cwd)[0]] + show.write_diff(before, new, s, limit=None, width=None)
+                return [head(s)] + diff(s, limit=None, width=None)
         elif name == "write":
             content = show.lines_of(str(args.get("content", "")))
             shown = content[:show.PREVIEW]
@@ -325,15 +338,6 @@ class Approver:
             def whole(on):
                 s = show.Style(on)
                 return [show.header(name, show.summary(name, args), s)] + ["  " + show.visible(r) for r in content]
-        elif name == "edit":
-            full = show.diff(args, cwd, style, limit=None, width=None)
-            cut = show.diff(args, cwd, style)
-            more = max(0, len(full) - show.DIFF)
-            long = sum(1 for a, b in zip(cut[:show.DIFF], full) if a != b)
-
-            def whole(on):
-                s = show.Style(on)
-                return [show.header(name, show.summary(name, args), s)] + show.diff(args, cwd, s, limit=None, width=None)
         else:
             return rows, None, None, False
         hidden = []

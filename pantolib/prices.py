@@ -11,7 +11,6 @@ zero. A turn whose usage has tokens > 0 in a category with an unknown price,
 or which has no usage at all, costs *unknown*; a sum that includes one is
 unknown too, and the known part is kept beside the count of unpriced turns.
 """
-import functools
 
 from pantolib.entries import usage_of
 
@@ -155,17 +154,17 @@ def context_window(table, provider, model, day=None):
 _DAYS = {}      # 'YYYY-MM-DD' -> whether it is a date
 
 
-@functools.cache
-def _canonical():
-    import re
-
-    return re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z").fullmatch
+_CANONICAL = []    # the compiled pattern, on first use
 
 
 def canonical_stamp(ts):
     """Is ts a timestamp as panto writes it (entries.iso_ms: UTC, milliseconds, Z)?
     Its day still has to be a date (2026-02-31 is not)."""
-    return _canonical()(ts) is not None
+    if not _CANONICAL:
+        import re
+
+        _CANONICAL.append(re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z").fullmatch)
+    return _CANONICAL[0](ts) is not None
 
 
 def _is_date(day):

@@ -135,13 +135,15 @@ def _candidates(cwd):
     return out
 
 
-def last_session(cwd=None):
+def last_session(cwd=None, kept=None):
     """The session of this directory with the most recent activity, or None.
 
     Activity is the timestamp of a session's last entry (its mtime only when
     no entry has a valid one), as panto-ls orders sessions: copying or
     touching files does not change which one is the last. A lone candidate
     is the last without reading its tail (whose last line may be 100 MB).
+    With `kept` (a list), the line of the chosen file that decided its
+    activity is added to it (scan.last_timestamp), for its reader.
     """
     from pantolib import scan
 
@@ -151,13 +153,18 @@ def last_session(cwd=None):
         return candidates[0][0]
     best = None
     for path, st, header in candidates:
+        lines = []
         try:
-            key = (scan.activity(scan.last_timestamp(path), st.st_mtime_ns), header["id"])
+            key = (scan.activity(scan.last_timestamp(path, lines), st.st_mtime_ns), header["id"])
         except OSError:
             continue
         if best is None or key > best[0]:
-            best = (key, path)
-    return None if best is None else best[1]
+            best = (key, path, lines)
+    if best is None:
+        return None
+    if kept is not None:
+        kept.extend(best[2])
+    return best[1]
 
 
 def _matching(directory, prefix):

@@ -305,10 +305,13 @@ def _last_name(f):
     return name
 
 
-def last_timestamp(path):
-    """The timestamp of a session's last entry that has a valid one, or None."""
+def last_timestamp(path, kept=None):
+    """The timestamp of a session's last entry that has a valid one, or None.
+    With `kept` (a list), the line that decided is added to it as (its offset,
+    its bytes without the line feed, what it parsed to): a reader of the same
+    file that comes to those bytes at that offset need not parse them again."""
     with open(path, "rb") as f:
-        return _last_timestamp(f)
+        return _last_timestamp(f, kept)
 
 
 def activity(last, mtime_ns):
@@ -323,7 +326,7 @@ def tail_timestamp(f):
     return _last_timestamp(f)
 
 
-def _last_timestamp(f):
+def _last_timestamp(f, kept=None):
     """The rule: of the file's complete lines (each ended by a line feed; what
     follows the last one is torn or empty), the last TAIL_LINES, newest first,
     until the header (None) or an entry with a valid timestamp. The line
@@ -345,8 +348,10 @@ def _last_timestamp(f):
             if end is not None:
                 line = bytes(view[nl + 1:end - pos]) if end - pos <= step else \
                     os.pread(fd, end - pos - nl - 1, pos + nl + 1)
-                decided, ts = _decides(line)
+                decided, ts, obj = _decides(line)
                 if decided:
+                    if kept is not None:
+                        kept.append((pos + nl + 1, line, obj))
                     return ts
                 lines += 1
                 if lines >= TAIL_LINES:
@@ -356,15 +361,15 @@ def _last_timestamp(f):
 
 
 def _decides(raw):
-    """(decided, timestamp) of one line read back from the end: decided by
-    the header (no timestamp) or an entry with a valid one."""
+    """(decided, timestamp, the parsed line) of one line read back from the
+    end: decided by the header (no timestamp) or an entry with a valid one."""
     obj = stream.loads(raw)
     k = kind(obj)
     if k == stream.HEADER:
-        return True, None
+        return True, None, obj
     if k == stream.ENTRY and epoch(obj["timestamp"]) is not None:
-        return True, obj["timestamp"]
-    return False, None
+        return True, obj["timestamp"], obj
+    return False, None, obj
 
 
 def _summarize_lines(f, s):

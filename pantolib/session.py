@@ -55,7 +55,7 @@ def bad_line_error(path, r):
 CHUNK = 1 << 20
 
 
-def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True):
+def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True, known=None):
     """Read a session file (from byte `start`, continuing a scan's result).
 
     Valid lines are taken in; a run of torn lines (SPEC §4: no line feed, not
@@ -66,9 +66,11 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
     schema, wherever it is. `f` reads through an open binary file instead.
     ids=False leaves the entry ids out (a reader that only prints the file
     keeps constant memory); with ids, `ids` maps each to its index.node.
+    `known`: (offset, bytes, what they parse to) of a line read already
+    (scan.last_timestamp's `kept`): those bytes at that offset are not parsed again.
     """
     r = result or FileState()
-    lines = _LineRules(path, r, skip_bad, ids)
+    lines = _LineRules(path, r, skip_bad, ids, known)
     own = f is None
     if own:
         f = open(path, "rb")
@@ -90,8 +92,9 @@ def scan(path, start=0, result=None, lineno=0, f=None, skip_bad=False, ids=True)
 class _LineRules:
     """scan's rules for each line of one file, taking what they find into a FileState."""
 
-    def __init__(self, path, r, skip_bad, ids):
+    def __init__(self, path, r, skip_bad, ids, known=None):
         self.path, self.r, self.skip_bad = path, r, skip_bad
+        self.known = known or (-1, b"", None)
         self.keep = r.ids if ids else None
         self.pending = []        # torn-looking lines with nothing valid after them (yet)
 
@@ -103,6 +106,7 @@ class _LineRules:
         r, keep, pending, bad, other = self.r, self.keep, self.pending, self.r.bad, self.other
         node, loads, classify, decode_error = index.node, orjson.loads, stream.classify, orjson.JSONDecodeError
         ENTRY, NOT_JSON = stream.ENTRY, stream.NOT_JSON
+        known_at, known, known_obj = self.known
         for chunk, stop in stream.pieces(f, CHUNK):
             if stop is None:                  # the last line, without its line feed
                 other(memoryview(chunk), base, None, lineno + 1)
@@ -112,10 +116,13 @@ class _LineRules:
                 e = find(b"\n", p) + 1
                 raw = view[p:e]
                 lineno += 1
-                try:
-                    obj = loads(raw)
-                except decode_error:
-                    obj = NOT_JSON
+                if base + p == known_at and e - p == len(known) + 1 and chunk.startswith(known, p):
+                    obj = known_obj       # the same bytes as a line parsed already (a compare, not a parse)
+                else:
+                    try:
+                        obj = loads(raw)
+                    except decode_error:
+                        obj = NOT_JSON
                 if type(obj) is dict and not pending and r.header is not None:
                     try:
                         kind = classify(obj)
@@ -234,39 +241,40 @@ def repair(path, r, fd):
     return cut
 
 
-def recover(path, fd, result=None, start=0, lineno=0, fix=True, ids=True):
+def recover(path, fd, result=None, start=0, lineno=0, fix=True, ids=True, known=None):
     """The one recover step: with fd's exclusive flock held by the caller,
     scan the file (from `start`, continuing `result`) and cut a torn tail."""
     with open(fd, "rb", closefd=False) as f:
-        r = scan(path, start, result, lineno, f=f, ids=ids)
+        r = scan(path, start, result, lineno, f=f, ids=ids, known=known)
     if fix:
         r.cut = repair(path, r, fd)
     return r
 
 
-def read_indexed(path, fd, fix=True, env=None, cached=True, ids=True):
+def read_indexed(path, fd, fix=True, env=None, cached=True, ids=True, known=None):
     """The file open as fd, scanned and (fix) its torn tail cut, from the
     index cache's offset when a cache entry may be used, else from the top:
     a FileState with nodes. The caller holds fd's exclusive flock when fix.
     r.fresh tells whether the cache wants saving (something was read, or
     its entry had to be checked by content). cached=False: not from the cache.
     ids=False: the lines read are not taken into r.ids (a reader that only
-    prints the file keeps constant memory beyond what the cache holds)."""
+    prints the file keeps constant memory beyond what the cache holds).
+    known: scan's."""
     stamp = persist.now()       # before the fstat: git's racy rule (persist.racy)
     st = os.fstat(fd)
-    known = index.load(path, fd, st, env) if cached else None
-    if known is None:
-        r = recover(path, fd, fix=fix, ids=ids)
+    cover = index.load(path, fd, st, env) if cached else None
+    if cover is None:
+        r = recover(path, fd, fix=fix, ids=ids, known=known)
     else:
         r = FileState()
-        r.header, r.header_raw, r.ids, r.leaf = known["header"], known["header_raw"], known["ids"], known["leaf"]
-        r.end = r.size = known["end"]
-        r.end_line, r.sum = known["end_line"], known["sum"]
+        r.header, r.header_raw, r.ids, r.leaf = cover["header"], cover["header_raw"], cover["ids"], cover["leaf"]
+        r.end = r.size = cover["end"]
+        r.end_line, r.sum = cover["end_line"], cover["sum"]
         if r.end == st.st_size:
-            r.fresh = known["checked"]      # then saved again, stamped now: not checked next time
+            r.fresh = cover["checked"]      # then saved again, stamped now: not checked next time
             r.seen = (stamp, persist.ident(st))
             return r
-        r = recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix, ids=ids)
+        r = recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix, ids=ids, known=known)
     r.fresh = True
     r.seen = (stamp, persist.ident(st)) if r.size == st.st_size and not r.cut else None
     return r

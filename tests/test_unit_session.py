@@ -290,6 +290,46 @@ def test_reading_agrees_with_parsing_every_line(tmp_path):
         assert all(r.ids[x.obj["id"]][0] == x.obj["parentId"] for x in want[1:])
 
 
+def test_a_line_read_already_is_taken_only_at_its_offset_with_its_bytes(tmp_path):
+    """scan(known=...): the kept line of scan.last_timestamp stands in for a
+    parse only where the file holds those very bytes; anything else (another
+    offset, other bytes of the same length, a prefix) is parsed as usual."""
+    from pantolib import scan as scan_
+
+    data = header(tmp_path) + msg("00000001", None, "user", "hi") + msg("00000002", "00000001", "assistant", "x" * 5000)
+    p = write(tmp_path / "s.jsonl", data)
+    kept = []
+    assert scan_.last_timestamp(p, kept) is not None
+    (at, line, obj), = kept
+    assert at == data.rindex(b"\n", 0, len(data) - 1) + 1 and data[at:] == line + b"\n"
+    plain = session.scan(p)
+    stand_in = dict(obj, id="99999999")
+    for known, leaf in (((at, line, obj), "00000002"),                    # the real line: the same result
+                        ((at, line, stand_in), "99999999"),               # proof that it is taken, not parsed
+                        ((at - 1, line, stand_in), "00000002"),           # another offset
+                        ((at, line[:-1] + b"!", stand_in), "00000002"),   # other bytes, same length
+                        ((at, line[:-1], stand_in), "00000002")):         # a prefix of the line
+        r = session.scan(p, known=known)
+        assert (r.leaf, r.end, r.size) == (leaf, plain.end, plain.size)
+
+
+def test_replay_last_prints_the_file_when_it_compared_tails(isolated):
+    """replay --last between two sessions reads both tails to choose, and the
+    chosen one's last line is not parsed again: the output is the file."""
+    import subprocess
+
+    cwd = str(isolated)
+    written = []
+    for sid, text, ts in ((SID, "y" * 3000, "2026-05-02T00:00:00.000Z"), (OTHER, "older", "2026-05-01T00:00:00.000Z")):
+        data = header(cwd, sid) + msg("00000001", None, "user", "hi") + msg("00000002", "00000001", "assistant", text, ts=ts)
+        folder = paths.session_dir(cwd)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        written.append(write(os.path.join(folder, sid + ".jsonl"), data))
+    os.utime(written[0], (1, 1))     # older by mtime: only the last entries' times decide
+    out = subprocess.run(["panto-log", "replay", "--last"], cwd=cwd, capture_output=True, check=True).stdout
+    assert out == read(written[0])
+
+
 # -- check_path -----------------------------------------------------------------------------------
 
 def test_check_path_refuses_what_cannot_be_a_session_file(tmp_path):

@@ -139,7 +139,8 @@ def append(path):
 def replay(arg, no_repair, at=None, skip_bad=False):
     from pantolib import session
 
-    path = _session_path(arg)
+    kept = []       # --last: the line that decided which session is the last, parsed once
+    path = _session_path(arg, kept)
     session.check_path(path)
     if skip_bad:
         r = session.scan(path, skip_bad=True, ids=False)
@@ -160,7 +161,7 @@ def replay(arg, no_repair, at=None, skip_bad=False):
     # cache written (a replay's first read costs what it did).
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        r = session.read_indexed(path, fd, fix=False, ids=False)
+        r = session.read_indexed(path, fd, fix=False, ids=False, known=kept[0] if kept else None)
     finally:
         os.close(fd)
     if r.end < r.size:
@@ -225,13 +226,14 @@ def replay_context(arg, no_repair, at, skip_bad):
     return cli.OK
 
 
-def _session_path(arg):
-    """SESSION or --last (None) -> the path of a session file (SPEC §4.2)."""
+def _session_path(arg, kept=None):
+    """SESSION or --last (None) -> the path of a session file (SPEC §4.2);
+    `kept`: paths.last_session's."""
     from pantolib import paths
     from pantolib.errors import PantoError
 
     if arg is None:
-        path = paths.last_session()
+        path = paths.last_session(kept=kept)
         if path is None:
             raise PantoError(f"no sessions in {paths.session_dir()} (start one with panto-send)")
         return path

@@ -1,7 +1,7 @@
 """What panto remembers between runs: one room, one format, one writer and reader.
 
 Every cache and memo lives here: the listing (ls-cache), the token sums of
-each file (cost-cache), the remembered reports and parses (*.memo), the
+each file (cost-cache), the remembered reports, their parts and parses (*.memo), the
 context index of each session file (index/*.idx), the fields servers refused
 (refused, in the state directory) and the import offsets (`Store`). A cache
 only ever costs or saves time: one that is missing, not whole, of other code,

@@ -180,11 +180,19 @@ class Tally:
         self._tokens.add(entry)
         self._rows = self._rollups = None
 
-    def merge(self, group, sums):
+    def merge(self, group, sums, part=False):
         """Add token sums: a Tokens.sums dict or a list of Tokens rows (e.g. one
-        file's), priced at once (nothing of them is kept)."""
-        self._price(((group, sums),), self._merged)
+        file's), priced at once (nothing of them is kept). part: return the
+        rows they priced to, (group, provider, model) -> FIELDS, as well."""
         self._rows = self._rollups = None
+        if not part:
+            self._price(((group, sums),), self._merged)
+            return None
+        rows, merged = self._price(((group, sums),), {}), self._merged
+        for k, v in rows.items():
+            acc = merged.get(k)
+            merged[k] = list(v) if acc is None else [a + b for a, b in zip(acc, v)]
+        return rows
 
     @property
     def rows(self):

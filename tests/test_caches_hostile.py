@@ -309,7 +309,7 @@ def test_an_edited_install_at_the_same_version_invalidates_every_cache(isolated,
     a, data, _ = _sessions(isolated)
     before = _cached(a, env)
     assert before == _cached(a, env) == _uncached(a, tmp_path, env)
-    for module, old, new in (("cmd/ls.py", 'f"{n} messages"', 'f"{n} MESSAGES"'), ("cmd/cost.py", '"TURNS"', '"TOURS"'),
+    for module, old, new in (("cmd/ls.py", 'f"{n} messages"', 'f"{n} MESSAGES"'), ("report.py", '"TURNS"', '"TOURS"'),
                              ("index.py", "Reading a long session", "Reading a LONG session")):
         f = site / "pantolib" / module
         text = f.read_text()

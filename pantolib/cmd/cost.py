@@ -32,8 +32,7 @@ from pantolib import cli
 
 NAME = "panto-cost"
 BY = ("model", "session", "day", "agent")
-TOKENS = (("input", "INPUT"), ("output", "OUTPUT"), ("cacheRead", "CACHE-READ"),
-          ("cacheWrite", "CACHE-WRITE"), ("reasoning", "REASONING"))
+REPORT = "cost-report.memo"
 
 
 @cli.command(NAME)
@@ -82,20 +81,21 @@ def main(argv=None):
             check_path(name)  # a directory or a device is no session
             inputs.append((name, os.stat(name)))
 
-    global _said, _lineages
-    _said, _lineages = [], {}
-    key = _report_key(args, inputs) if use else None
-    if key is not None:
-        memo = persist.recall(REPORT, key[0], key[1])
+    key = _Key(args, inputs) if use else None
+    if key is not None and key.whole is not None:
+        memo = persist.recall(REPORT, key.whole, key.stats)
         if memo is not None:
             _write(memo[0], args["--json"])
             for note in memo[1]:
-                _warn(note)
+                _Run.say(note)
             return memo[2]
-    out, status = _report(args, inputs, by, span, stamp)
+    run = _Run(args, inputs, by, span, stamp, key)
+    out, status = run.carried() or run.afresh()
     _write(out, args["--json"])
-    if key is not None:
-        persist.remember(REPORT, key[0], stamp, out, _said, status)
+    if key is not None and key.whole is not None:
+        persist.remember(REPORT, key.whole, stamp, out, run.said, status)
+        if run.kept is not None:
+            run.kept.save()
     return status
 
 
@@ -107,79 +107,212 @@ def _write(out, json):
     cli.stdout().write(out)
 
 
-REPORT = "cost-report.memo"
-_said = []
-_lineages = {}   # --by session: group -> (agent, parentSession, relation) of the session
+class _Key:
+    """What a report depends on (persist.key): `whole`, the options, every
+    file's identity and state, the price table's, today's date, the time zone
+    and the folder (None with stdin among the inputs); `ctx`, all of it but
+    the files; `idents`, the files' (persist.idents); `stats`, the os.stat of
+    the price table and the files (persist.recall's racy rule)."""
+
+    def __init__(self, args, inputs):
+        self.whole = self.ctx = None
+        if any(st is None for _, st in inputs):
+            return
+        from pantolib import models_toml, persist
+        from pantolib.prices import today
+
+        path = args["--prices"] or models_toml.default_path()
+        try:
+            listed = [(path, os.stat(path))]
+        except OSError:
+            listed = []
+        ctx = ({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(path),
+               persist.idents(listed) or None, today(), os.getcwd())
+        self.idents = persist.idents(inputs)
+        self.whole, self.ctx = persist.key(*ctx, self.idents), persist.key(*ctx)
+        self.stats = [st for _, st in listed + inputs]
 
 
-def _report_key(args, inputs):
-    """What a report depends on (persist.key): the options, every file's
-    identity and state, the price table's, and today's date; and the stats of
-    those files (persist.recall's racy rule); None for stdin."""
-    if any(st is None for _, st in inputs):
-        return None
-    from pantolib import models_toml, persist
-    from pantolib.prices import today
+class _Run:
+    """One report: made afresh from the files, or the last one carried over
+    (report.py), with the notes it said."""
 
-    path = args["--prices"] or models_toml.default_path()
-    try:
-        listed = [(path, os.stat(path))]
-    except OSError:
-        listed = []
-    return persist.key({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(path),
-                       persist.idents(listed) or None, today(), os.getcwd(), persist.idents(inputs)), \
-        [st for _, st in listed + inputs]
+    def __init__(self, args, inputs, by, span, stamp, key):
+        self.args, self.inputs, self.by, self.stamp, self.key = args, inputs, by, stamp, key
+        self.span = None if span == (None, None) else span
+        self.since, self.until = span
+        self.said, self.lineages = [], {}    # --by session: group -> (agent, parentSession, relation) of the session
+        self.kept = None          # what the next report may carry over (report.Kept)
 
+    @staticmethod
+    def say(message):
+        """A note on stderr; file names and model ids in it come from files: shown, never executed."""
+        from pantolib.terminal import visible_line
 
-def _report(args, inputs, by, span, stamp):
-    """(the report's bytes, the exit status), reading the files (through the
-    cache, stamped `stamp`; None: --no-cache)."""
-    from pantolib import models_toml, pricing, tallies
-    from pantolib.errors import SessionError
+        cli.warn(NAME, visible_line(message))
 
-    prices = models_toml.load(args["--prices"])
-    for note in prices.notes:
-        _warn(note)
-    tally = pricing.Tally(prices, by=by, since=span[0], until=span[1])
-    files = [(name, st) for name, st in inputs if st is not None]
-    reader = tallies.Files(prices, stamp, use=stamp is not None and bool(files))   # a stream alone: no cache
-    span = None if span == (None, None) else span
-    seen = set()  # (device, inode) of every file counted: each is counted once
-    ahead = set()
-    reader.read_ahead([(name, st) for name, st in files if _first_time(st, ahead)], span)
-    every = len(inputs) - len(args["FILE"])   # the first ones come from --all
-    for i, (name, st) in enumerate(inputs):
-        if st is None:
-            _count_stream(tally, cli.stdin(), "<stdin>", by)
-        elif i >= every:
-            if _first_time(st, seen):
-                _count(tally, reader, name, st, by, span)
-        else:
-            try:
+    def warn(self, message):
+        self.said.append(message)
+        self.say(message)
+
+    def afresh(self):
+        """(the report's bytes, the exit status), reading the files (through the
+        cache, stamped `stamp`; None: --no-cache)."""
+        from pantolib import models_toml, pricing, report, tallies
+        from pantolib.errors import SessionError
+
+        args, inputs, by, span = self.args, self.inputs, self.by, self.span
+        prices = models_toml.load(args["--prices"])
+        for note in prices.notes:
+            self.warn(note)
+        tally = pricing.Tally(prices, by=by, since=self.since, until=self.until)
+        files = [(name, st) for name, st in inputs if st is not None]
+        reader = tallies.Files(prices, self.stamp, use=self.stamp is not None and bool(files))   # a stream alone: no cache
+        keep = self.key is not None and self.key.whole is not None
+        parts = [None] * len(inputs) if keep else None
+        seen = set()  # (device, inode) of every file counted: each is counted once
+        ahead = set()
+        reader.read_ahead([(name, st) for name, st in files if _first_time(st, ahead)], span)
+        every = len(inputs) - len(args["FILE"])   # the first ones come from --all
+        for i, (name, st) in enumerate(inputs):
+            if st is None:
+                self._count_stream(tally, cli.stdin(), "<stdin>")
+            elif i >= every:
                 if _first_time(st, seen):
-                    _count(tally, reader, name, st, by, span)
-            except (SessionError, OSError) as e:
-                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-                _warn(f"skipped '{name}': {why}" if isinstance(e, OSError) else f"skipped {why}")
-    reader.save()
+                    self._count(tally, reader, name, st, parts, i)
+            else:
+                try:
+                    if _first_time(st, seen):
+                        self._count(tally, reader, name, st, parts, i)
+                except (SessionError, OSError) as e:
+                    why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                    self.warn(f"skipped '{name}': {why}" if isinstance(e, OSError) else f"skipped {why}")
+        reader.save()
 
-    total = pricing.as_dict(tally.rollup("total"))
-    if args["--json"]:
-        out = _json(tally, by, total)
-    else:
-        out = _table(tally, by, total).encode("utf-8", "replace")
-    if total["unpricedTurns"]:
-        if prices.missing:
-            _warn(f"no price table at '{prices.path}' (start one with: "
-                  f"panto-cost --example-prices > '{prices.path}', then check it)")
-        if args["--strict"]:
-            n = total["unpricedTurns"]
-            models = sorted({_model_label(p, m) for (p, m), row in tally.rollup("model").items()
-                             if row[8]})
-            _warn(f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(models)} "
-                  f"(give their prices in '{prices.path}')")
-            return out, cli.FAIL
-    return out, cli.OK
+        view = report.View.of(tally, by, self.lineages)
+        out = view.text(args["--json"])
+        status = self._ending(view.total, view.models, prices)
+        if keep and not self.said:
+            self.kept = report.Kept(self.key.ctx, self.stamp, self.key.idents, parts, view)
+        return out, status
+
+    def carried(self):
+        """The last report carried over (report.py), when it was kept for
+        these options and files and only a few of the files changed, each in
+        a way that changes only sums: (bytes, status), else None."""
+        key = self.key
+        if key is None or key.whole is None:
+            return None
+        from pantolib import report
+
+        kept = report.Kept.load(key.ctx)
+        if kept is None:
+            return None
+        changed = kept.changed(key.idents)
+        if not changed or len(changed) > max(8, len(key.idents) // 8):   # many: as fast afresh (read ahead in workers)
+            return None
+        from pantolib import models_toml, pricing, tallies
+        from pantolib.errors import SessionError
+
+        prices = models_toml.load(self.args["--prices"])
+        if prices.notes:
+            return None
+        reader = tallies.Files(prices, self.stamp, use=False)   # read whole: a few small files
+        view = kept.view
+        for i in changed:
+            name, st = self.inputs[i]
+            old = kept.part(i)
+            if old is None or key.idents[i][1:3] != kept.idents[i][1:3]:   # not counted, or another inode
+                return None
+            try:
+                got = reader.read(name, st, self.span)
+            except (SessionError, OSError):
+                return None
+            if got is None or got.notes(name):
+                return None
+            group = _group(self.by, name, got.header_id, got.lineage)
+            if (group, got.lineage) != old[:2]:
+                return None
+            rows = pricing.Tally(prices, by=self.by, since=self.since, until=self.until).merge(group, got.sums, part=True)
+            if not old[2].keys() <= rows.keys() or not view.move(old[2], -1) or not view.move(rows, 1):
+                return None     # a row gone (of a model or day): the report's rows may be others
+            kept.put(i, (group, got.lineage, rows))
+        if view.total[8] and (prices.missing or self.args["--strict"]):   # unpriced turns: notes to say
+            return None
+        kept.stamp, kept.idents = self.stamp, key.idents
+        self.lineages, self.kept = view.lineages, kept
+        return view.text(self.args["--json"]), cli.OK
+
+    def _ending(self, total, models, prices):
+        """The exit status, and the notes the unpriced turns call for."""
+        n = total[8]
+        if n:
+            if prices.missing:
+                self.warn(f"no price table at '{prices.path}' (start one with: "
+                          f"panto-cost --example-prices > '{prices.path}', then check it)")
+            if self.args["--strict"]:
+                labels = sorted({_model_label(p, m) for (p, m), row in models.items() if row[8]})
+                self.warn(f"{n} turn{'s' if n != 1 else ''} unpriced: {', '.join(labels)} "
+                          f"(give their prices in '{prices.path}')")
+                return cli.FAIL
+        return cli.OK
+
+    def _count(self, tally, reader, name, st, parts, i):
+        """Count one session file, through the cache (parts: each file's priced rows, to keep)."""
+        got = reader.read(name, st, self.span)
+        if got is None:   # no entry of it can be in --since/--until
+            return
+        group = _group(self.by, name, got.header_id, got.lineage)
+        if self.by == "session":
+            self.lineages.setdefault(group, got.lineage)
+        rows = tally.merge(group, got.sums, part=parts is not None)
+        if parts is not None:
+            parts[i] = (group, got.lineage, rows)
+        for note in got.notes(name):
+            self.warn(note)
+
+    def _count_stream(self, tally, f, name):
+        """Count a stream (stdin): read once, never cached."""
+        from pantolib.pricing import Tokens
+        from pantolib.scan import PricedEntries
+
+        scan = PricedEntries(f, name, stream=True)
+        tokens = Tokens(tally.prices)
+        for entry in scan:
+            tokens.add(entry)
+        from pantolib import stream as format_
+
+        header_id = None if scan.header is None else scan.header["id"]
+        lineage = format_.lineage(scan.header)
+        group = _group(self.by, name, header_id, lineage)
+        if self.by == "session":
+            self.lineages.setdefault(group, lineage)
+        tally.merge(group, tokens.sums)
+        for note in scan.notes:
+            self.warn(note)
+        if format_.is_partial(scan.header):   # replay --context: never a silently partial figure
+            n = len(format_.omitted_ids(scan.header))
+            self.warn(f"{name}: not the whole session: a partial stream ({n} entries left out); the figures "
+                      f"count only what it holds (price the session file, or panto-log replay without --context)")
+
+
+def _group(by, name, header_id, lineage):
+    """The row a file's sums go to: its session, its agent, or None (rows by model or by day)."""
+    if by == "agent":
+        return lineage[0]
+    if by != "session":
+        return None
+    return name if header_id is None else header_id
+
+
+def _first_time(st, seen):
+    """Whether the file (its os.stat) is counted for the first time (by device and
+    inode: a path given twice, a symlink or a hard link to a file already read is not)."""
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 def _day_option(args, option):
@@ -197,214 +330,6 @@ def _day_option(args, option):
     from pantolib.errors import UsageError
 
     raise UsageError(f"{option} takes a day as YYYY-MM-DD, not '{day}'")
-
-
-def _count(tally, reader, name, st, by, span):
-    """Count one session file, through the cache."""
-    got = reader.read(name, st, span)
-    if got is None:   # no entry of it can be in --since/--until
-        return
-    tally.merge(_group(by, name, got.header_id, got.lineage), got.sums)
-    for note in got.notes(name):
-        _warn(note)
-
-
-def _count_stream(tally, f, name, by):
-    """Count a stream (stdin): read once, never cached."""
-    from pantolib.pricing import Tokens
-    from pantolib.scan import PricedEntries
-
-    scan = PricedEntries(f, name, stream=True)
-    tokens = Tokens(tally.prices)
-    for entry in scan:
-        tokens.add(entry)
-    from pantolib import stream as format_
-
-    header_id = None if scan.header is None else scan.header["id"]
-    tally.merge(_group(by, name, header_id, format_.lineage(scan.header)), tokens.sums)
-    for note in scan.notes:
-        _warn(note)
-    if format_.is_partial(scan.header):   # replay --context: never a silently partial figure
-        n = len(format_.omitted_ids(scan.header))
-        _warn(f"{name}: not the whole session: a partial stream ({n} entries left out); the figures "
-              f"count only what it holds (price the session file, or panto-log replay without --context)")
-
-
-def _group(by, name, header_id, lineage):
-    """The row a file's sums go to: its session (remembering its lineage for
-    the tree of sub-agents), its agent, or None (rows by model or by day)."""
-    if by == "agent":
-        return lineage[0]
-    if by != "session":
-        return None
-    group = name if header_id is None else header_id
-    _lineages.setdefault(group, lineage)
-    return group
-
-
-def _first_time(st, seen):
-    """Whether the file (its os.stat) is counted for the first time (by device and
-    inode: a path given twice, a symlink or a hard link to a file already read is not)."""
-    key = (st.st_dev, st.st_ino)
-    if key in seen:
-        return False
-    seen.add(key)
-    return True
-
-
-def _warn(message):
-    """A note on stderr; file names and model ids in it come from files: shown, never executed."""
-    from pantolib.terminal import visible_line
-
-    _said.append(message)
-    cli.warn(NAME, visible_line(message))
-
-
-def _json(tally, by, total):
-    import orjson
-
-    from pantolib.pricing import as_dict
-
-    def entry(head, row):
-        d = as_dict(row)
-        body = {k: d[k] for k in ("turns", "input", "output", "cacheRead", "cacheWrite",
-                                  "reasoning", "picoUsd", "knownPicoUsd", "unpricedTurns",
-                                  "cacheWrite1h", "compactions", "billedElsewhere")}
-        return {**head, **body}
-
-    doc = {"total": entry({}, tally.rollup("total")),
-           "models": [entry({"provider": p, "model": m}, row)
-                      for (p, m), row in sorted(tally.rollup("model").items(), key=_model_key)]}
-    if by == "session":
-        doc["sessions"] = []
-        for g, _, row, whole in _session_tree(tally.rollup("group")):
-            agent, parent, relation = _lineages.get(g, ("panto", None, None))
-            head = {"session": g, "agent": agent}
-            if parent is not None:
-                head["parentSession"] = parent
-            if relation is not None:
-                head["relation"] = relation
-            obj = entry(head, row)
-            if whole is not row:
-                obj["withSubagents"] = entry({}, whole)
-            doc["sessions"].append(obj)
-    elif by != "model":
-        doc["days" if by == "day" else "agents"] = [
-            entry({by: g}, row) for g, row in sorted(tally.rollup("group").items(), key=_str_key)]
-    return orjson.dumps(doc) + b"\n"
-
-
-def _session_tree(groups):
-    """The rows by session as a tree, in order: (session, depth, its own row,
-    its row with those of its sub-agents added — the same object when it has
-    none). A sub-agent (`relation` "subagent") whose parent is in the report
-    follows its parent, one level deeper; a fork, or a sub-agent whose parent
-    is not in the report, is a row of its own at the top."""
-    from operator import add
-
-    children = {}
-    for g in groups:
-        _, parent, relation = _lineages.get(g, ("panto", None, None))
-        if relation == "subagent" and parent in groups and parent != g:
-            children.setdefault(parent, []).append(g)
-    below = {c for cs in children.values() for c in cs}
-    out, done = [], set()
-
-    def visit(root):      # depth first, without recursion: a chain of sub-agents may be long
-        order, kids, stack = [], {}, [(root, 0, None)]
-        while stack:
-            g, depth, up = stack.pop()
-            if g in done:
-                continue
-            done.add(g)
-            order.append((g, depth))
-            if up is not None:
-                kids.setdefault(up, []).append(g)
-            stack.extend((c, depth + 1, g) for c in sorted(children.get(g, ()), key=str, reverse=True))
-        whole = {}
-        for g, _ in reversed(order):      # descendants before their ancestors
-            w = groups[g]
-            for c in kids.get(g, ()):
-                w = list(map(add, w, whole[c]))
-            whole[g] = w
-        out.extend((g, depth, groups[g], whole[g]) for g, depth in order)
-
-    order = sorted(groups.items(), key=_str_key)
-    for g, _ in order:
-        if g not in below and g not in done:
-            visit(g)
-    for g, _ in order:     # a loop of parents (a file that names itself, say): each at the top
-        if g not in done:
-            visit(g)
-    return out
-
-
-def _table(tally, by, total):
-    """The report for people. Provider, model and session names come from the
-    files: every cell goes through visible_line, so none can move the cursor."""
-    from pantolib.pricing import as_dict
-    from pantolib.terminal import visible_line as cell
-
-    if by == "model":
-        heads = ["PROVIDER", "MODEL"]
-        rows = [([cell(p or "?"), cell(m or "?")], as_dict(r))
-                for (p, m), r in sorted(tally.rollup("model").items(), key=_model_key)]
-    elif by == "session":
-        heads = ["SESSION"]
-        rows = [([_nested(depth) + cell(str(g))], as_dict(whole))
-                for g, depth, _, whole in _session_tree(tally.rollup("group"))]
-    else:
-        heads = [by.upper()]
-        rows = [([cell(str(g))], as_dict(r)) for g, r in sorted(tally.rollup("group").items(), key=_str_key)]
-    heads += ["TURNS"] + [h for _, h in TOKENS] + ["COST"]
-    lines = [heads]
-    for labels, d in rows:
-        lines.append(labels + _numbers(d))
-    lines.append(["TOTAL"] + [""] * (len(heads) - 7 - 1) + _numbers(total))
-    n_labels = len(heads) - 7
-    widths = [max(len(line[i]) for line in lines) for i in range(len(heads))]
-    text = []
-    for line in lines:
-        cells = [c.ljust(widths[i]) if i < n_labels else c.rjust(widths[i])
-                 for i, c in enumerate(line[:-1])]
-        text.append("  ".join(cells + [line[-1]]).rstrip() + "\n")
-    return "".join(text)
-
-
-def _nested(depth, most=10):
-    """What goes before a sub-agent's session id: `↳ ` one level deeper per
-    generation, past `most` levels the depth as a number instead."""
-    if not depth:
-        return ""
-    if depth <= most:
-        return "  " * (depth - 1) + "↳ "
-    return "  " * (most - 1) + f"↳ [{depth}] "
-
-
-def _numbers(d):
-    return [f"{d['turns']:,}"] + [f"{d[k]:,}" for k, _ in TOKENS] + [cost_text(d)]
-
-
-def cost_text(d):
-    """`$0.0938`, `≥ $0.4210 (3 turns unpriced)`, or `unknown (2 turns unpriced)`: never $0 for unknown."""
-    from pantolib.prices import format_usd
-
-    n = d["unpricedTurns"]
-    if not n:
-        return format_usd(d["knownPicoUsd"])
-    what = f"({n:,} turn{'s' if n != 1 else ''} unpriced)"
-    if not d["knownPicoUsd"]:
-        return f"unknown {what}"
-    return f"≥ {format_usd(d['knownPicoUsd'])} {what}"
-
-
-def _model_key(item):
-    (p, m), _ = item
-    return (p is None, p or "", m is None, m or "")
-
-
-def _str_key(item):
-    return (item[0] is None, str(item[0]))
 
 
 def _model_label(provider, model):

@@ -1,0 +1,320 @@
+"""panto-cost's report: what it prints, and the last one carried over.
+
+A report is built from the priced rows of a pricing.Tally (`View.of`) and
+printed as a table or as JSON (`View.text`). For --by session its rows
+follow the tree of sub-agents, each with its sub-agents' rows added.
+
+The last report is kept with each file's own priced rows and what it
+printed of each session (`Kept`, the memo cost-parts.memo, persist.py), so
+that the next one, when a few files changed and nothing else did, is the
+last one with those files' old rows taken out and their new rows put in.
+Money is exact integers: a sum with one part taken out and another put in is
+the sum made afresh, and nothing of the files that did not change is read or
+printed again. Where the two could differ — a changed file with a note (a
+bad line, a torn tail), counted under another session, agent or inode, or
+without a row it had (of a model or a day), or with a row of a model, day
+or session the report lacks; a session in a tree of
+sub-agents; a price table with notes; a report with notes; the options, the
+price table, the day, the time zone, the folder, the list of files or the
+code not all as they were — cmd/cost.py makes the report afresh.
+"""
+from operator import add
+
+from pantolib.pricing import as_dict
+
+NAME = "cost-parts.memo"
+TOKENS = (("input", "INPUT"), ("output", "OUTPUT"), ("cacheRead", "CACHE-READ"),
+          ("cacheWrite", "CACHE-WRITE"), ("reasoning", "REASONING"))
+_JSON_KEYS = ("turns", "input", "output", "cacheRead", "cacheWrite", "reasoning", "picoUsd", "knownPicoUsd",
+              "unpricedTurns", "cacheWrite1h", "compactions", "billedElsewhere")
+TOP = ("panto", None, None)     # the lineage of a session of panto's own (stream.lineage)
+
+
+class View:
+    """What a report prints: its total row, its rows by (provider, model) and
+    by group (session, day or agent; one group, None, by model), and for
+    --by session the tree of sub-agents: the order ((session, depth) pairs)
+    and, for each session with sub-agents in the report, its row with
+    theirs added (`wholes`). `pieces`: what was printed of each session (its
+    JSON object, or its table line's cells), printed again while its row is
+    the same."""
+
+    def __init__(self, by, total, models, groups, lineages, order=None, wholes=None, pieces=None):
+        self.by, self.total, self.models, self.groups, self.lineages = by, total, models, groups, lineages
+        self.order, self.wholes, self.pieces = order or [], wholes or {}, pieces or {}
+
+    @classmethod
+    def of(cls, tally, by, lineages):
+        """The view of a Tally's rows; lineages: session -> (agent, parentSession, relation)."""
+        groups = tally.rollup("group")
+        view = cls(by, tally.rollup("total"), tally.rollup("model"), groups, lineages)
+        if by == "session":
+            view.order, view.wholes = _session_tree(groups, lineages)
+        return view
+
+    def text(self, json):
+        """The report's bytes, as one JSON object or as a table."""
+        return self._json() if json else self._table().encode("utf-8", "replace")
+
+    def _json(self):
+        import orjson
+
+        models = [_entry({"provider": p, "model": m}, row) for (p, m), row in sorted(self.models.items(), key=_model_key)]
+        head = b'{"total":' + orjson.dumps(_entry({}, self.total)) + b',"models":' + orjson.dumps(models)
+        if self.by == "model":
+            return head + b"}\n"
+        if self.by != "session":
+            rows = [_entry({self.by: g}, row) for g, row in sorted(self.groups.items(), key=_str_key)]
+            return head + (b',"days":' if self.by == "day" else b',"agents":') + orjson.dumps(rows) + b"}\n"
+        pieces, out = self.pieces, []
+        for g, _ in self.order:
+            piece = pieces.get(g)
+            if piece is None:
+                piece = pieces[g] = orjson.dumps(self._session(g))
+            out.append(piece)
+        return head + b',"sessions":[' + b",".join(out) + b"]}\n"
+
+    def _session(self, g):
+        """A session's object of the JSON report."""
+        agent, parent, relation = self.lineages.get(g, TOP)
+        head = {"session": g, "agent": agent}
+        if parent is not None:
+            head["parentSession"] = parent
+        if relation is not None:
+            head["relation"] = relation
+        obj = _entry(head, self.groups[g])
+        whole = self.wholes.get(g)
+        if whole is not None:
+            obj["withSubagents"] = _entry({}, whole)
+        return obj
+
+    def _table(self):
+        """The report for people. Provider, model and session names come from the
+        files: every cell goes through visible_line, so none can move the cursor."""
+        from pantolib.terminal import visible_line as cell
+
+        if self.by == "model":
+            heads = ["PROVIDER", "MODEL"]
+            rows = [[cell(p or "?"), cell(m or "?")] + _numbers(r)
+                    for (p, m), r in sorted(self.models.items(), key=_model_key)]
+        elif self.by == "session":
+            heads, pieces, rows = ["SESSION"], self.pieces, []
+            for g, depth in self.order:
+                piece = pieces.get(g)
+                if piece is None:
+                    piece = pieces[g] = [_nested(depth) + cell(str(g))] + _numbers(self.wholes.get(g) or self.groups[g])
+                rows.append(piece)
+        else:
+            heads = [self.by.upper()]
+            rows = [[cell(str(g))] + _numbers(r) for g, r in sorted(self.groups.items(), key=_str_key)]
+        heads += ["TURNS"] + [h for _, h in TOKENS] + ["COST"]
+        labels = len(heads) - 7
+        lines = [heads] + rows + [["TOTAL"] + [""] * (labels - 1) + _numbers(self.total)]
+        widths = [max(map(len, column)) for column in zip(*lines)]
+        pads = [str.ljust] * labels + [str.rjust] * (len(heads) - labels - 1)
+        text = []
+        for line in lines:
+            cells = [pad(c, w) for pad, c, w in zip(pads, line, widths)]
+            cells.append(line[-1])
+            text.append("  ".join(cells).rstrip() + "\n")
+        return "".join(text)
+
+    def move(self, rows, sign):
+        """Take out (sign -1) or put back (sign 1) one file's priced rows
+        ((group, provider, model) -> row, pricing.Tally.merge). False, and
+        nothing moved, when that could change more than sums: a row of a model
+        or group the report does not have, or of a session in a tree of
+        sub-agents (its parent's row holds its sums too)."""
+        models, groups, by = self.models, self.groups, self.by
+        nested = by == "session" and {g for g, depth in self.order if depth}
+        for (g, p, m) in rows:
+            if (p, m) not in models or g not in groups or (by == "session" and (g in self.wholes or g in nested)):
+                return False
+        for (g, p, m), row in rows.items():
+            if sign < 0:
+                row = [-x for x in row]
+            models[(p, m)] = list(map(add, models[(p, m)], row))
+            groups[g] = list(map(add, groups[g], row))
+            self.total = list(map(add, self.total, row))
+            self.pieces.pop(g, None)
+        return True
+
+    def state(self):
+        return (self.by, self.total, self.models, self.groups, self.lineages, self.order, self.wholes, self.pieces)
+
+
+class Kept:
+    """The last report's parts, to carry it over (see above): `ctx`, the key
+    of all it depends on but the files (persist.key); `stamp` (persist.now,
+    taken before the files were stat'ed); `idents`, each file's (path,
+    device, inode, size, mtime, ctime) as persist.idents gives them; `parts`,
+    for each file its (group, lineage, priced rows), None for a file not
+    counted (a second path to one inode, or none of its turns in the days
+    asked for); and the View."""
+
+    def __init__(self, ctx, stamp, idents, parts, view):
+        self.ctx, self.stamp, self.idents, self.view = ctx, stamp, idents, view
+        self._parts = [None if p is None else _pack(p) for p in parts]   # each marshalled: most are never read
+
+    def part(self, i):
+        """File i's (group, lineage, priced rows), or None: not counted, or not of that shape."""
+        import marshal
+
+        blob = self._parts[i]
+        try:
+            got = None if type(blob) is not bytes else marshal.loads(blob)
+        except (ValueError, EOFError, TypeError):
+            return None
+        return got if type(got) is tuple and len(got) == 3 and type(got[2]) is dict else None
+
+    def put(self, i, part):
+        self._parts[i] = _pack(part)
+
+    @classmethod
+    def load(cls, ctx, env=None):
+        """The Kept of a report with this ctx, or None."""
+        import marshal
+
+        from pantolib import persist
+
+        body = persist.read(persist.path(NAME, env), NAME)
+        if body is None:
+            return None
+        try:
+            got = marshal.loads(body)
+        except (ValueError, EOFError, TypeError):
+            return None
+        if type(got) is not tuple or len(got) != 5 or got[0] != ctx or type(got[1]) is not int:
+            return None
+        _, stamp, idents, parts, state = got
+        if (type(idents) is not list or type(parts) is not list or len(parts) != len(idents)
+                or type(state) is not tuple or len(state) != 8):
+            return None
+        by, total, models, groups, lineages, order, wholes, pieces = state
+        if not (type(total) is list and all(type(x) is dict for x in (models, groups, lineages, wholes, pieces))
+                and type(order) is list):
+            return None
+        kept = cls(ctx, stamp, idents, (), View(by, total, models, groups, lineages, order, wholes, pieces))
+        kept._parts = parts
+        return kept
+
+    def save(self, env=None):
+        import marshal
+
+        from pantolib import persist
+
+        body = marshal.dumps((self.ctx, self.stamp, self.idents, self._parts, self.view.state()), 4)
+        return persist.write(persist.path(NAME, env), NAME, body)
+
+    def changed(self, idents):
+        """The indexes of the files whose identity is not the one kept, or is
+        racy against the stamp (persist.racy); None when the list of files
+        is not the one kept."""
+        from pantolib import persist
+
+        kept, stamp = self.idents, self.stamp
+        if len(kept) != len(idents):
+            return None
+        old = stamp - persist.COARSE      # a time older than this is racy by no rule: the common case, in one compare
+        out = []
+        for i, (a, b) in enumerate(zip(idents, kept)):
+            if a != b:
+                if a[0] != b[0]:
+                    return None
+                out.append(i)
+            elif (a[4] > old or a[5] > old) and persist.racy(a[1:], stamp):
+                out.append(i)
+        return out
+
+
+def _pack(part):
+    import marshal
+
+    return marshal.dumps(part, 4)
+
+
+def _session_tree(groups, lineages):
+    """The rows by session as a tree: ([(session, depth)] in order, {session:
+    its row with its sub-agents' added} for each that has some in the report).
+    A sub-agent (`relation` "subagent") whose parent is in the report follows
+    its parent, one level deeper; a fork, or a sub-agent whose parent is not
+    in the report, is a row of its own at the top."""
+    children = {}
+    for g in groups:
+        _, parent, relation = lineages.get(g, TOP)
+        if relation == "subagent" and parent in groups and parent != g:
+            children.setdefault(parent, []).append(g)
+    below = {c for cs in children.values() for c in cs}
+    out, wholes, done = [], {}, set()
+
+    def visit(root):      # depth first, without recursion: a chain of sub-agents may be long
+        order, kids, stack = [], {}, [(root, 0, None)]
+        while stack:
+            g, depth, up = stack.pop()
+            if g in done:
+                continue
+            done.add(g)
+            order.append((g, depth))
+            if up is not None:
+                kids.setdefault(up, []).append(g)
+            stack.extend((c, depth + 1, g) for c in sorted(children.get(g, ()), key=str, reverse=True))
+        whole = {}
+        for g, _ in reversed(order):      # descendants before their ancestors
+            w = groups[g]
+            for c in kids.get(g, ()):
+                w = list(map(add, w, whole[c]))
+            whole[g] = w
+            if g in kids:
+                wholes[g] = w
+        out.extend(order)
+
+    order = sorted(groups.items(), key=_str_key)
+    for g, _ in order:
+        if g not in below and g not in done:
+            visit(g)
+    for g, _ in order:     # a loop of parents (a file that names itself, say): each at the top
+        if g not in done:
+            visit(g)
+    return out, wholes
+
+
+def _entry(head, row):
+    d = as_dict(row)
+    return {**head, **{k: d[k] for k in _JSON_KEYS}}
+
+
+def _nested(depth, most=10):
+    """What goes before a sub-agent's session id: `↳ ` one level deeper per
+    generation, past `most` levels the depth as a number instead."""
+    if not depth:
+        return ""
+    if depth <= most:
+        return "  " * (depth - 1) + "↳ "
+    return "  " * (most - 1) + f"↳ [{depth}] "
+
+
+def _numbers(row):
+    d = as_dict(row)
+    return [f"{d['turns']:,}"] + [f"{d[k]:,}" for k, _ in TOKENS] + [cost_text(d)]
+
+
+def cost_text(d):
+    """`$0.0938`, `≥ $0.4210 (3 turns unpriced)`, or `unknown (2 turns unpriced)`: never $0 for unknown."""
+    from pantolib.prices import format_usd
+
+    n = d["unpricedTurns"]
+    if not n:
+        return format_usd(d["knownPicoUsd"])
+    what = f"({n:,} turn{'s' if n != 1 else ''} unpriced)"
+    if not d["knownPicoUsd"]:
+        return f"unknown {what}"
+    return f"≥ {format_usd(d['knownPicoUsd'])} {what}"
+
+
+def _model_key(item):
+    (p, m), _ = item
+    return (p is None, p or "", m is None, m or "")
+
+
+def _str_key(item):
+    return (item[0] is None, str(item[0]))

@@ -1,0 +1,148 @@
+"""A report carried over (pantolib/report.py) is the report made afresh.
+
+panto-cost keeps each file's priced rows and what it printed of each session
+(cost-parts.memo), and when a few files changed, takes their old rows out and
+their new ones in. Here, over sessions of panto's own, sub-agents, forks and
+a copy, each in two models, random changes — a turn of the same model, of
+another model, on another day, a prompt alone, a torn last line, a bad line,
+an edit in the middle, a file added or removed — are each followed by a
+report through the caches and one with --no-cache: stdout, stderr and the
+exit status are the same every time, for every --by, as a table and as JSON.
+The carried path must have been taken (the cost cache is then not written),
+else this test would prove nothing about it."""
+import os
+import random
+import shutil
+
+import orjson
+import pytest
+
+from conftest import SEED_TOML, run
+
+SONNET = ("anthropic", "claude-sonnet-4-20250514")
+GPT4O = ("openai", "gpt-4o")
+ODD = ("openai", "no-such-model")    # no price: its turns are unpriced
+SID = "0199aaaa-0000-7000-8000-{:012d}"
+
+
+def _line(obj):
+    return orjson.dumps(obj) + b"\n"
+
+
+def _session(i, cwd, parent=None, relation=None, sid=None):
+    """A header and two turns, one in each priced model."""
+    head = {"type": "session", "version": 1, "id": sid or SID.format(i), "timestamp": "2026-04-25T14:00:00.000Z",
+            "cwd": cwd}
+    if parent is not None:
+        head["parentSession"], head["relation"] = parent, relation
+    out = [_line(head)]
+    for n, model in enumerate((SONNET, GPT4O)):
+        out.append(_turn(f"{i:04x}{n:02x}01", None if n == 0 else f"{i:04x}{n - 1:02x}02", model, "2026-04-25", n))
+    return b"".join(out)
+
+
+def _turn(eid, parent, model, day, n, text="ok"):
+    user = {"type": "message", "id": eid, "parentId": parent, "timestamp": f"{day}T14:{n % 60:02d}:00.000Z",
+            "provider": model[0], "model": model[1],
+            "message": {"role": "user", "content": [{"type": "text", "text": "question"}]}}
+    reply = {"type": "message", "id": eid[:-2] + "02", "parentId": eid, "timestamp": f"{day}T14:{n % 60:02d}:30.000Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": model[0],
+                         "model": model[1], "stopReason": "stop",
+                         "usage": {"input": 1000 + n, "output": 200 + n, "cacheRead": 50, "cacheWrite": 10}}}
+    return _line(user) + _line(reply)
+
+
+def _tree(root):
+    """Sessions in two folders: of panto's own, a sub-agent and its parent, a fork, a copy."""
+    files = []
+    for i in range(8):
+        cwd = f"/w/{i % 2}"
+        d = os.path.join(root, f"-w-{i % 2}-")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        parent = (SID.format(0), "subagent") if i == 5 else (SID.format(1), "fork") if i == 6 else (None, None)
+        path = os.path.join(d, SID.format(i) + ".jsonl")
+        with open(path, "wb") as f:
+            f.write(_session(i, cwd, *parent))
+        files.append(path)
+    copy = os.path.join(root, "-w-1-", SID.format(99) + ".jsonl")   # a copy: its header names session 3
+    shutil.copyfile(files[3], copy)
+    return files + [copy]
+
+
+class Changes:
+    """Random changes to the files of a tree, one at a time."""
+
+    def __init__(self, root, files, seed):
+        self.root, self.files, self.rng, self.n = root, list(files), random.Random(seed), 0
+        self.undo = None      # a torn or bad line is taken out again by the next change (else every report has a note)
+
+    def one(self):
+        rng, self.n = self.rng, self.n + 1
+        if self.undo is not None:
+            path, data = self.undo
+            self.undo = None
+            with open(path, "wb") as f:
+                f.write(data)
+            return "undo"
+        path = rng.choice(self.files)
+        kind = rng.choices(["same", "model", "odd", "day", "prompt", "torn", "bad", "edit", "add", "remove"],
+                           [12, 3, 1, 2, 1, 1, 1, 1, 1, 1])[0]
+        eid = f"{0xf000 + self.n:04x}0001"
+        if kind == "add":
+            i = 100 + self.n
+            path = os.path.join(self.root, "-w-0-", SID.format(i) + ".jsonl")
+            with open(path, "wb") as f:
+                f.write(_session(i, "/w/0"))
+            self.files.append(path)
+        elif kind == "remove" and len(self.files) > 4:
+            self.files.remove(path)
+            os.unlink(path)
+        elif kind == "edit":       # same length, in the middle: a usage figure
+            with open(path, "r+b") as f:
+                data = f.read()
+                at = data.find(b'"input":100')
+                if at >= 0:
+                    f.seek(at + len(b'"input":10'))
+                    f.write(b"9")
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+            if kind in ("torn", "bad"):
+                self.undo = (path, data)
+            model = {"model": GPT4O, "odd": ODD}.get(kind, SONNET)
+            day = "2026-04-27" if kind == "day" else "2026-04-25"
+            add = {"torn": b'{"type":"message","id":"torn"', "bad": b'{"type":"message"}\n',
+                   "prompt": _turn(eid, None, model, day, self.n).split(b"\n")[0] + b"\n"}.get(
+                kind, _turn(eid, None, model, day, self.n, text="more " * rng.randrange(1, 50)))
+            with open(path, "wb") as f:
+                f.write(data + add)
+        return kind
+
+
+VARIANTS = [["--by", "session", "--json"], ["--by", "session"], [], ["--by", "day", "--json"],
+            ["--by", "agent"], ["--by", "session", "--since", "2026-04-26"]]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: " ".join(v) or "by model")
+def test_a_report_carried_over_is_the_report_made_afresh(isolated, tmp_path, variant):
+    d = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "models.toml"), "w") as f:
+        f.write(SEED_TOML)
+    root = os.environ["PANTO_SESSION_DIR"]
+    changes = Changes(root, _tree(root), seed=len(variant) * 31 + sum(map(len, variant)))
+    tallies = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "cost-cache.json")
+    argv = ["panto-cost", "--all", *variant]
+    carried, kinds = 0, []
+    first = run(argv)
+    assert first.returncode in (0, 1) and b"Traceback" not in first.stderr
+    for _ in range(24):
+        kinds.append(changes.one())
+        before = os.stat(tallies).st_mtime_ns if os.path.exists(tallies) else None
+        got = run(argv)
+        fresh = run(argv + ["--no-cache"])
+        assert (got.returncode, got.stdout, got.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr), kinds
+        if kinds[-1] == "same" and before is not None and os.stat(tallies).st_mtime_ns == before:
+            carried += 1      # a file grew, and the cost cache was not written: it was not read through it
+    if "--since" not in variant:
+        assert carried >= 4, (carried, kinds)    # the path under test was taken

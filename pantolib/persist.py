@@ -160,9 +160,11 @@ def path(name, env=None):
     return os.path.join(paths.cache_dir(env), name)
 
 
-def read(file, name, limit=LIMIT):
+def read(file, name, limit=LIMIT, prefix=b""):
     """The body (bytes) of `file` if it holds the cache `name`, whole, written by
-    this code, and is a private regular file of ours within `limit` bytes; else None."""
+    this code, and is a private regular file of ours within `limit` bytes; else None.
+    `prefix`: None too unless the body begins with it, found reading only
+    the first line and as many bytes (a memo of another key costs no more)."""
     import stat
     import zlib
 
@@ -175,7 +177,13 @@ def read(file, name, limit=LIMIT):
         if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077
                 or st.st_size > limit + HEAD):
             return None
-        data = os.read(fd, st.st_size + 1)
+        data = b""
+        if prefix:
+            data = os.read(fd, HEAD + len(prefix))
+            nl = data.find(b"\n", 0, HEAD)
+            if nl < 0 or data[nl + 1:nl + 1 + len(prefix)] != prefix:
+                return None
+        data += os.read(fd, st.st_size + 1 - len(data))
         if len(data) != st.st_size:     # it changed meanwhile (a writer renames: never ours)
             return None
     except OSError:
@@ -283,19 +291,22 @@ def idents(listed):
 def recall(name, k, stats=(), env=None):
     """(output bytes, notes, status) remembered under key k (`key`) in the memo
     `name`, or None: none, another key, or one of the files it depends on
-    (`stats`: their os.stat) racy against the memo's stamp (`racy`)."""
+    (`stats`: their os.stat) racy against the memo's stamp (`racy`). A memo's
+    body is its key, whole, then the rest: a memo of another key is told
+    from the first bytes that differ, without reading the rest."""
     import marshal
 
-    body = read(path(name, env), name)
+    head = _memo_head(k)
+    body = read(path(name, env), name, prefix=head)
     if body is None:
         return None
     try:
-        got = marshal.loads(body)
+        got = marshal.loads(memoryview(body)[len(head):])
     except (ValueError, EOFError, TypeError):
         return None
-    if type(got) is not tuple or len(got) != 5 or got[0] != k:
+    if type(got) is not tuple or len(got) != 4:
         return None
-    _, stamp, out, notes, status = got
+    stamp, out, notes, status = got
     if (type(out) is not bytes or type(status) is not int or type(notes) is not list
             or any(type(n) is not str for n in notes)):
         return None
@@ -315,8 +326,13 @@ def remember(name, k, stamp, out, notes, status, env=None):
     stamped `stamp` (`now`, taken before the files it depends on were stat'ed)."""
     import marshal
 
-    body = marshal.dumps((k, stamp, bytes(out), list(notes), int(status)), 0)   # a status may be an IntEnum
-    return write(path(name, env), name, body)
+    rest = marshal.dumps((stamp, bytes(out), list(notes), int(status)), 0)   # a status may be an IntEnum
+    return write(path(name, env), name, _memo_head(k), rest)
+
+
+def _memo_head(k):
+    """What a memo's body begins with: the key's length, then the key."""
+    return b"%d\n" % len(k) + k
 
 
 # -- a record per source file (import offsets) -----------------------------------------------

@@ -42,6 +42,7 @@ class View:
     def __init__(self, by, total, models, groups, lineages, order=None, wholes=None, pieces=None):
         self.by, self.total, self.models, self.groups, self.lineages = by, total, models, groups, lineages
         self.order, self.wholes, self.pieces = order or [], wholes or {}, pieces or {}
+        self.json = None     # how text() printed it last: as JSON (True) or a table
 
     @classmethod
     def of(cls, tally, by, lineages):
@@ -54,6 +55,7 @@ class View:
 
     def text(self, json):
         """The report's bytes, as one JSON object or as a table."""
+        self.json = json
         return self._json() if json else self._table().encode("utf-8", "replace")
 
     def _json(self):
@@ -140,35 +142,128 @@ class View:
         return True
 
     def state(self):
-        return (self.by, self.total, self.models, self.groups, self.lineages, self.order, self.wholes, self.pieces)
+        """What Kept keeps of the view (after text(): its pieces are all there)."""
+        json = self.json
+        if self.by != "session":
+            return (self.by, json, self.total, self.models, self.wholes, self.groups, self.lineages)
+        if isinstance(self.groups, _Rows):      # read from a Kept: its columns, the few changed put in
+            for g, piece in self.pieces.fresh.items():
+                self.pieces.column.put(self.groups.index[g], piece if json else _pack(piece))
+            rows, pieces = self.groups.column, self.pieces.column
+        else:
+            names = [g for g, _ in self.order]
+            rows = Column.of([_pack((self.groups[g], self.lineages.get(g, TOP))) for g in names])
+            pieces = Column.of([self.pieces[g] if json else _pack(self.pieces[g]) for g in names])
+        return (self.by, json, self.total, self.models, self.wholes, [g for g, _ in self.order],
+                [d for _, d in self.order], rows.packed(), pieces.packed())
+
+    @classmethod
+    def read(cls, state):
+        """The View of a state(), or None; ValueError or TypeError if it is not one."""
+        by, json, total, models, wholes, *rest = state
+        if not (type(total) is list and type(models) is dict and type(wholes) is dict):
+            return None
+        if by != "session":
+            groups, lineages = rest
+            return cls(by, total, models, groups, lineages, wholes=wholes) \
+                if type(groups) is dict and type(lineages) is dict else None
+        names, depths, rows, pieces = rest
+        if type(names) is not list or type(depths) is not list or len(names) != len(depths):
+            return None
+        index = dict(zip(names, range(len(names))))
+        rows, pieces = Column.read(rows), Column.read(pieces)
+        if not len(rows) == len(pieces) == len(index) == len(names):
+            return None
+        groups = _Rows(index, rows)
+        return cls(by, total, models, groups, _Lineages(groups), list(zip(names, depths)), wholes,
+                   _Pieces(index, pieces, json))
+
+
+class _Rows:
+    """The rows by session of a View read from a Kept: each session's (row,
+    lineage) unmarshalled from its column where asked; `index`: session ->
+    its place in the column (the report's order)."""
+
+    def __init__(self, index, column):
+        self.index, self.column, self.got = index, column, {}
+
+    def __contains__(self, g):
+        return g in self.index
+
+    def _item(self, g):
+        got = self.got.get(g)
+        if got is None:
+            got = self.got[g] = self.column.item(self.index[g])
+            if type(got) is not tuple or len(got) != 2 or type(got[0]) is not list:
+                raise ValueError("not a row")
+        return got
+
+    def __getitem__(self, g):
+        return self._item(g)[0]
+
+    def __setitem__(self, g, row):
+        lineage = self._item(g)[1]
+        self.got[g] = (row, lineage)
+        self.column.put(self.index[g], _pack((row, lineage)))
+
+    def lineage(self, g, default):
+        return self._item(g)[1] if g in self.index else default
+
+
+class _Lineages:
+    """The lineages of a View read from a Kept: what _Rows holds beside each row."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def get(self, g, default=None):
+        return self.rows.lineage(g, default)
+
+
+class _Pieces:
+    """What a View read from a Kept printed of each session: from its column
+    (JSON bytes, or a table line's cells marshalled), unless printed anew
+    (`fresh`) or taken out (its row changed)."""
+
+    def __init__(self, index, column, json):
+        self.index, self.column, self.json, self.fresh = index, column, json, {}
+
+    def get(self, g):
+        if g in self.fresh:
+            return self.fresh[g]
+        blob = self.column.blob(self.index[g])
+        return blob if self.json else self.column.item(self.index[g])
+
+    def __setitem__(self, g, piece):
+        self.fresh[g] = piece
+
+    def pop(self, g, default=None):
+        self.fresh[g] = None
 
 
 class Kept:
     """The last report's parts, to carry it over (see above): `ctx`, the key
     of all it depends on but the files (persist.key); `stamp` (persist.now,
     taken before the files were stat'ed); `idents`, each file's (path,
-    device, inode, size, mtime, ctime) as persist.idents gives them; `parts`,
-    for each file its (group, lineage, priced rows), None for a file not
-    counted (a second path to one inode, or none of its turns in the days
-    asked for); and the View."""
+    device, inode, size, mtime, ctime) as persist.idents gives them; for
+    each file its (group, lineage, priced rows), None for a file not counted
+    (a second path to one inode, or none of its turns in the days asked
+    for); and the View. What there is one of per file or per session is
+    kept marshalled side by side (`Column`): a report carried over reads
+    and writes again the few that changed, not 10,000 objects."""
 
     def __init__(self, ctx, stamp, idents, parts, view):
         self.ctx, self.stamp, self.idents, self.view = ctx, stamp, idents, view
-        self._parts = [None if p is None else _pack(p) for p in parts]   # each marshalled: most are never read
+        self.parts = parts if isinstance(parts, Column) else Column.of(
+            [b"" if p is None else _pack(p) for p in parts])
 
     def part(self, i):
         """File i's (group, lineage, priced rows), or None: not counted, or not of that shape."""
-        import marshal
-
-        blob = self._parts[i]
-        try:
-            got = None if type(blob) is not bytes else marshal.loads(blob)
-        except (ValueError, EOFError, TypeError):
-            return None
+        got = self.parts.item(i)
         return got if type(got) is tuple and len(got) == 3 and type(got[2]) is dict else None
 
     def put(self, i, part):
-        self._parts[i] = _pack(part)
+        self.parts.put(i, _pack(part))
 
     @classmethod
     def load(cls, ctx, env=None):
@@ -182,28 +277,23 @@ class Kept:
             return None
         try:
             got = marshal.loads(body)
+            if type(got) is not tuple or len(got) != 5 or got[0] != ctx or type(got[1]) is not int:
+                return None
+            _, stamp, idents, parts, state = got
+            parts = Column.read(parts)
+            view = View.read(state)
         except (ValueError, EOFError, TypeError):
             return None
-        if type(got) is not tuple or len(got) != 5 or got[0] != ctx or type(got[1]) is not int:
+        if type(idents) is not list or len(parts) != len(idents) or view is None:
             return None
-        _, stamp, idents, parts, state = got
-        if (type(idents) is not list or type(parts) is not list or len(parts) != len(idents)
-                or type(state) is not tuple or len(state) != 8):
-            return None
-        by, total, models, groups, lineages, order, wholes, pieces = state
-        if not (type(total) is list and all(type(x) is dict for x in (models, groups, lineages, wholes, pieces))
-                and type(order) is list):
-            return None
-        kept = cls(ctx, stamp, idents, (), View(by, total, models, groups, lineages, order, wholes, pieces))
-        kept._parts = parts
-        return kept
+        return cls(ctx, stamp, idents, parts, view)
 
     def save(self, env=None):
         import marshal
 
         from pantolib import persist
 
-        body = marshal.dumps((self.ctx, self.stamp, self.idents, self._parts, self.view.state()), 4)
+        body = marshal.dumps((self.ctx, self.stamp, self.idents, self.parts.packed(), self.view.state()), 4)
         return persist.write(persist.path(NAME, env), NAME, body)
 
     def changed(self, idents):
@@ -225,6 +315,73 @@ class Kept:
             elif (a[4] > old or a[5] > old) and persist.racy(a[1:], stamp):
                 out.append(i)
         return out
+
+
+class Column:
+    """Blobs (bytes; b"" for none) kept side by side in one bytes object with
+    the offset where each ends: one object to read and write whatever their
+    number. `item(i)` is blob i unmarshalled (None for b""), `put(i, blob)`
+    replaces it."""
+
+    def __init__(self, data, ends):
+        self.data, self.ends, self.new = data, ends, {}
+
+    @classmethod
+    def of(cls, blobs):
+        from array import array
+        from itertools import accumulate
+
+        return cls(b"".join(blobs), array("Q", accumulate(map(len, blobs))))
+
+    @classmethod
+    def read(cls, packed):
+        """A column from its packed(); ValueError if it is not one."""
+        from array import array
+
+        data, ends = packed
+        column = cls(data, array("Q"))
+        column.ends.frombytes(ends)
+        if type(data) is not bytes or (column.ends and column.ends[-1] != len(data)):
+            raise ValueError("not a column")
+        return column
+
+    def __len__(self):
+        return len(self.ends)
+
+    def blob(self, i):
+        got = self.new.get(i)
+        if got is not None:
+            return got
+        return self.data[self.ends[i - 1] if i else 0:self.ends[i]]
+
+    def item(self, i):
+        import marshal
+
+        blob = self.blob(i)
+        return marshal.loads(blob) if blob else None
+
+    def put(self, i, blob):
+        self.new[i] = blob
+
+    def packed(self):
+        """(data, ends as bytes), the blobs put in their places (spliced in:
+        the blobs between them are copied whole, not one by one)."""
+        from array import array
+
+        if self.new:
+            data, ends, pieces, at, shift = self.data, self.ends, [], 0, 0
+            was, marks = array("Q", ends), sorted(self.new)
+            for n, i in enumerate(marks):
+                start, end = (was[i - 1] if i else 0), was[i]
+                blob = self.new[i]
+                pieces += (data[at:start], blob)
+                at, shift = end, shift + len(blob) - (end - start)
+                stop = marks[n + 1] if n + 1 < len(marks) else len(ends)
+                if shift:
+                    ends[i:stop] = array("Q", [e + shift for e in ends[i:stop]])
+            pieces.append(data[at:])
+            self.data, self.new = b"".join(pieces), {}
+        return self.data, self.ends.tobytes()
 
 
 def _pack(part):

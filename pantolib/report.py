@@ -18,11 +18,13 @@ sub-agents; a price table with notes; a report with notes; the options, the
 price table, the day, the time zone, the folder, the list of files or the
 code not all as they were — cmd/cost.py makes the report afresh.
 """
+import os
 from operator import add
 
 from pantolib.pricing import as_dict
 
 NAME = "cost-parts.memo"
+NEW = "cost-parts-new.memo"
 TOKENS = (("input", "INPUT"), ("output", "OUTPUT"), ("cacheRead", "CACHE-READ"),
           ("cacheWrite", "CACHE-WRITE"), ("reasoning", "REASONING"))
 _JSON_KEYS = ("turns", "input", "output", "cacheRead", "cacheWrite", "reasoning", "picoUsd", "knownPicoUsd",
@@ -147,8 +149,7 @@ class View:
         if self.by != "session":
             return (self.by, json, self.total, self.models, self.wholes, self.groups, self.lineages)
         if isinstance(self.groups, _Rows):      # read from a Kept: its columns, the few changed put in
-            for g, piece in self.pieces.fresh.items():
-                self.pieces.column.put(self.groups.index[g], piece if json else _pack(piece))
+            self._put_pieces()
             rows, pieces = self.groups.column, self.pieces.column
         else:
             names = [g for g, _ in self.order]
@@ -156,6 +157,37 @@ class View:
             pieces = Column.of([self.pieces[g] if json else _pack(self.pieces[g]) for g in names])
         return (self.by, json, self.total, self.models, self.wholes, [g for g, _ in self.order],
                 [d for _, d in self.order], rows.packed(), pieces.packed())
+
+    def changes(self):
+        """What changed in a View read from a Kept (after text()), for apply()."""
+        if self.by != "session":
+            return self.state()
+        self._put_pieces()
+        return (self.total, self.models, self.wholes, self.groups.column.new, self.pieces.column.new)
+
+    def apply(self, changes):
+        """Take in changes(); False if they do not fit this view."""
+        if self.by != "session":
+            view = View.read(changes)
+            if view is None:
+                return False
+            self.total, self.models, self.wholes, self.groups, self.lineages = (
+                view.total, view.models, view.wholes, view.groups, view.lineages)
+            return True
+        total, models, wholes, rows, pieces = changes
+        n = len(self.order)
+        if not (type(total) is list and type(models) is dict and type(wholes) is dict
+                and _blobs(rows, n) and _blobs(pieces, n)):
+            return False
+        self.total, self.models, self.wholes = total, models, wholes
+        self.groups.column.new, self.pieces.column.new = rows, pieces
+        return True
+
+    def _put_pieces(self):
+        """The pieces printed anew put in their column (a View read from a Kept)."""
+        for g, piece in self.pieces.fresh.items():
+            self.pieces.column.put(self.groups.index[g], piece if self.json else _pack(piece))
+        self.pieces.fresh = {}
 
     @classmethod
     def read(cls, state):
@@ -250,12 +282,23 @@ class Kept:
     (a second path to one inode, or none of its turns in the days asked
     for); and the View. What there is one of per file or per session is
     kept marshalled side by side (`Column`): a report carried over reads
-    and writes again the few that changed, not 10,000 objects."""
+    and writes again the few that changed, not 10,000 objects.
 
-    def __init__(self, ctx, stamp, idents, parts, view):
-        self.ctx, self.stamp, self.idents, self.view = ctx, stamp, idents, view
+    Two memos hold it: cost-parts.memo, all of it as a report made afresh
+    left it, with a token of its own; and cost-parts-new.memo, what the
+    reports carried over since changed (the files, their parts, the
+    sessions' rows and pieces, the totals), naming that token. A report
+    carried over rewrites only the second; past MOVED files it writes the
+    first anew. Either written alone (a crash between) leaves a pair that
+    agrees or a second memo of another token, which is not read."""
+
+    MOVED = 512
+
+    def __init__(self, ctx, stamp, idents, parts, view, token=None):
+        self.ctx, self.stamp, self.idents, self.view, self.token = ctx, stamp, idents, view, token
         self.parts = parts if isinstance(parts, Column) else Column.of(
             [b"" if p is None else _pack(p) for p in parts])
+        self.moved = set()      # files whose identity changed since the first memo
 
     def part(self, i):
         """File i's (group, lineage, priced rows), or None: not counted, or not of that shape."""
@@ -264,6 +307,13 @@ class Kept:
 
     def put(self, i, part):
         self.parts.put(i, _pack(part))
+
+    def carry(self, stamp, idents, changed):
+        """The files of `changed` were read again at `stamp`; idents: every file's now."""
+        self.stamp = stamp
+        for i in changed:
+            self.idents[i] = idents[i]
+        self.moved.update(changed)
 
     @classmethod
     def load(cls, ctx, env=None):
@@ -277,24 +327,41 @@ class Kept:
             return None
         try:
             got = marshal.loads(body)
-            if type(got) is not tuple or len(got) != 5 or got[0] != ctx or type(got[1]) is not int:
+            if type(got) is not tuple or len(got) != 6 or got[0] != ctx or type(got[2]) is not int:
                 return None
-            _, stamp, idents, parts, state = got
-            parts = Column.read(parts)
-            view = View.read(state)
-        except (ValueError, EOFError, TypeError):
+            _, token, stamp, idents, parts, state = got
+            kept = cls(ctx, stamp, idents, Column.read(parts), View.read(state), token)
+            if type(idents) is not list or len(kept.parts) != len(idents) or kept.view is None:
+                return None
+            body = persist.read(persist.path(NEW, env), NEW)
+            got = None if body is None else marshal.loads(body)
+            if type(got) is tuple and len(got) == 6 and got[:2] == (ctx, token) and type(got[2]) is int:
+                _, _, kept.stamp, moved, parts, state = got
+                if not (_blobs(parts, len(idents)) and _blobs(moved, len(idents), tuple) and kept.view.apply(state)):
+                    return None
+                for i, ident in moved.items():
+                    kept.idents[i] = ident
+                kept.moved, kept.parts.new = set(moved), parts
+        except (ValueError, EOFError, TypeError, KeyError, IndexError, AttributeError):
             return None
-        if type(idents) is not list or len(parts) != len(idents) or view is None:
-            return None
-        return cls(ctx, stamp, idents, parts, view)
+        return kept
 
     def save(self, env=None):
+        """Write the changes since the first memo, or past MOVED of them (or for a
+        report made afresh) the first memo anew."""
         import marshal
 
-        from pantolib import persist
+        from pantolib import files, persist
 
-        body = marshal.dumps((self.ctx, self.stamp, self.idents, self.parts.packed(), self.view.state()), 4)
-        return persist.write(persist.path(NAME, env), NAME, body)
+        if self.token is not None and len(self.moved) <= self.MOVED:
+            moved = {i: self.idents[i] for i in self.moved}
+            body = marshal.dumps((self.ctx, self.token, self.stamp, moved, self.parts.new, self.view.changes()), 4)
+            return persist.write(persist.path(NEW, env), NEW, body)
+        self.token = os.urandom(8)
+        body = marshal.dumps((self.ctx, self.token, self.stamp, self.idents, self.parts.packed(), self.view.state()), 4)
+        done = persist.write(persist.path(NAME, env), NAME, body)
+        files.unlink_quietly(persist.path(NEW, env))
+        return done
 
     def changed(self, idents):
         """The indexes of the files whose identity is not the one kept, or is
@@ -382,6 +449,11 @@ class Column:
             pieces.append(data[at:])
             self.data, self.new = b"".join(pieces), {}
         return self.data, self.ends.tobytes()
+
+
+def _blobs(d, n, kind=bytes):
+    """Is d a dict of places 0..n-1 to values of type kind (what a second memo holds)?"""
+    return type(d) is dict and all(type(k) is int and 0 <= k < n and type(v) is kind for k, v in d.items())
 
 
 def _pack(part):

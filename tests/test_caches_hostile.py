@@ -199,6 +199,9 @@ def _lying(path):
     if name == "cost-parts.memo":     # a report's parts: its total says other sums
         ctx, stamp, idents, parts, (by, json, total, *rest) = marshal.loads(body)
         body = marshal.dumps((ctx, stamp, idents, parts, (by, json, [n + 1 for n in total], *rest)), 4)
+    elif name == "cost-parts-new.memo":     # what changed since: its total says other sums
+        ctx, token, stamp, moved, parts, (total, *rest) = marshal.loads(body)
+        body = marshal.dumps((ctx, token, stamp, moved, parts, ([n + 1 for n in total], *rest)), 4)
     elif path.endswith(".memo"):      # the key's length and the key, then the rest
         n = body.index(b"\n") + 1
         head = body[:n + int(body[:n])]

@@ -146,3 +146,37 @@ def test_a_report_carried_over_is_the_report_made_afresh(isolated, tmp_path, var
             carried += 1      # a file grew, and the cost cache was not written: it was not read through it
     if "--since" not in variant:
         assert carried >= 4, (carried, kinds)    # the path under test was taken
+
+
+def test_a_second_memo_is_read_only_with_the_first_it_goes_with(isolated):
+    """cost-parts-new.memo names the cost-parts.memo it changes: put back beside
+    another one (a crash between their writes, or a copy), it is not read."""
+    d = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "models.toml"), "w") as f:
+        f.write(SEED_TOML)
+    root = os.environ["PANTO_SESSION_DIR"]
+    files = _tree(root)
+    cache = os.path.join(os.environ["XDG_CACHE_HOME"], "panto")
+    argv = ["panto-cost", "--all", "--by", "session", "--json"]
+
+    def grow(path, n):
+        with open(path, "ab") as f:
+            f.write(_turn(f"{0xe000 + n:04x}0001", None, SONNET, "2026-04-25", n))
+
+    assert run(argv).returncode == 0
+    grow(files[2], 1)
+    assert run(argv).returncode == 0                       # carried over: the second memo written
+    new = os.path.join(cache, "cost-parts-new.memo")
+    with open(new, "rb") as f:
+        stale = f.read()
+    grow(files[2], 2)
+    grow(files[7], 4)                                      # a file the second memo says nothing of
+    os.unlink(os.path.join(cache, "cost-parts.memo"))
+    assert run(argv).returncode == 0 and not os.path.exists(new)   # made afresh: a first memo of its own
+    with open(new, "wb") as f:
+        f.write(stale)
+    os.chmod(new, 0o600)
+    grow(files[4], 3)
+    got, fresh = run(argv), run(argv + ["--no-cache"])
+    assert (got.returncode, got.stdout, got.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)

@@ -239,7 +239,8 @@ class _Run:
             kept.put(i, (group, got.lineage, rows))
         if view.total[8] and (prices.missing or self.args["--strict"]):   # unpriced turns: notes to say
             return None
-        kept.stamp, kept.idents, self.kept = self.stamp, key.idents, kept
+        kept.carry(self.stamp, key.idents, changed)
+        self.kept = kept
         return view.text(self.args["--json"]), cli.OK
 
     def _ending(self, total, models, prices):

@@ -348,6 +348,7 @@ class Summary:
 
 IN_FLIGHT = 8      # sessions whose sync runs while the next sources are read
 COMMIT_EVERY = 256  # synced sessions whose billing is committed (and records saved) together
+FEW = 2            # an agent with no more sources changed than this syncs them without the pool
 
 
 def everything(names, dry_run, verbose, warn, env=None):
@@ -402,7 +403,7 @@ def everything(names, dry_run, verbose, warn, env=None):
                     summary.failed += 1
                     continue
                 if job is not None:
-                    run.submit(source, st, job)
+                    run.submit(source, st, job, few=len(changed) <= FEW)
         run.wait()
     finally:
         run.close()
@@ -424,14 +425,19 @@ class _Run:
         self.synced = []          # (source, stat, job): synced, their records to save after the next commit
         self.dirs = set()
 
-    def submit(self, source, st, job):
-        if self.pool is None:
+    def submit(self, source, st, job, few=False):
+        """Sync a source's session in the pool; few (and no pool yet): here and now."""
+        if self.pool is None and not few:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(IN_FLIGHT)
-        self.jobs.append((source, st, job, self.pool.submit(job.finish)))
+        self.jobs.append((source, st, job, self._call(job.finish)))
         if len(self.jobs) >= 2 * IN_FLIGHT:
             self._settle(IN_FLIGHT)
+
+    def _call(self, fn, *args):
+        """fn(*args) in the pool (a future), or without one, done now (_Done)."""
+        return _Done(fn, *args) if self.pool is None else self.pool.submit(fn, *args)
 
     def _settle(self, n):
         """The oldest n jobs: their syncs done; once COMMIT_EVERY are (or at
@@ -458,7 +464,7 @@ class _Run:
         self.billing.commit()
         done, self.synced = self.synced, []
         for source, st, job in done:        # saved by the pool too: a new file's creation waits on the journal
-            self.saves.append((source, st, self.pool.submit(save, source, job.record(), self.env)))
+            self.saves.append((source, st, self._call(save, source, job.record(), self.env)))
         while len(self.saves) > 4 * IN_FLIGHT:
             self._saved(self.saves.pop(0))
 
@@ -487,6 +493,23 @@ class _Run:
     def close(self):
         if self.pool is not None:
             self.pool.shutdown(wait=True)
+
+
+class _Done:
+    """What a pool's future says of a call made here and now: a run that
+    syncs a few sessions needs no threads (importing and starting a pool
+    cost more than the syncs)."""
+
+    def __init__(self, fn, *args):
+        try:
+            self.value, self.error = fn(*args), None
+        except Exception as e:      # as a future keeps it, for result()
+            self.value, self.error = None, e
+
+    def result(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 class _Job:

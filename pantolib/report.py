@@ -45,6 +45,9 @@ class View:
         self.by, self.total, self.models, self.groups, self.lineages = by, total, models, groups, lineages
         self.order, self.wholes, self.pieces = order or [], wholes or {}, pieces or {}
         self.json = None     # how text() printed it last: as JSON (True) or a table
+        # --by session as a table: each session's cells (a dict, or a Column read from a Kept), and
+        # the widths of the columns over the sessions' rows alone and over the whole table
+        self.cells, self.row_widths, self.widths = {}, None, None
 
     @classmethod
     def of(cls, tally, by, lineages):
@@ -58,7 +61,7 @@ class View:
     def text(self, json):
         """The report's bytes, as one JSON object or as a table."""
         self.json = json
-        return self._json() if json else self._table().encode("utf-8", "replace")
+        return self._json() if json else self._table()
 
     def _json(self):
         import orjson
@@ -70,13 +73,24 @@ class View:
         if self.by != "session":
             rows = [_entry({self.by: g}, row) for g, row in sorted(self.groups.items(), key=_str_key)]
             return head + (b',"days":' if self.by == "day" else b',"agents":') + orjson.dumps(rows) + b"}\n"
-        pieces, out = self.pieces, []
-        for g, _ in self.order:
-            piece = pieces.get(g)
-            if piece is None:
-                piece = pieces[g] = orjson.dumps(self._session(g))
-            out.append(piece)
-        return head + b',"sessions":[' + b",".join(out) + b"]}\n"
+        pieces = self.pieces
+        for g in self._anew():
+            pieces[g] = orjson.dumps(self._session(g)) + b","    # each piece as it follows the last
+        return head + b',"sessions":[' + self._joined()[:-1] + b"]}\n"
+
+    def _anew(self):
+        """The sessions whose pieces are to be printed anew: every one, or in a
+        View read from a Kept, those whose rows changed."""
+        if isinstance(self.pieces, _Pieces):
+            return [g for g, piece in self.pieces.fresh.items() if piece is None]
+        return [g for g, _ in self.order]
+
+    def _joined(self):
+        """Every session's piece, in order, as one bytes object."""
+        if isinstance(self.pieces, _Pieces):
+            self._put_pieces()
+            return self.pieces.column.joined()
+        return b"".join([self.pieces[g] for g, _ in self.order])
 
     def _session(self, g):
         """A session's object of the JSON report."""
@@ -102,26 +116,53 @@ class View:
             rows = [[cell(p or "?"), cell(m or "?")] + _numbers(r)
                     for (p, m), r in sorted(self.models.items(), key=_model_key)]
         elif self.by == "session":
-            heads, pieces, rows = ["SESSION"], self.pieces, []
-            for g, depth in self.order:
-                piece = pieces.get(g)
-                if piece is None:
-                    piece = pieces[g] = [_nested(depth) + cell(str(g))] + _numbers(self.wholes.get(g) or self.groups[g])
-                rows.append(piece)
+            return self._session_table()
         else:
             heads = [self.by.upper()]
             rows = [[cell(str(g))] + _numbers(r) for g, r in sorted(self.groups.items(), key=_str_key)]
-        heads += ["TURNS"] + [h for _, h in TOKENS] + ["COST"]
+        heads += _HEADS
         labels = len(heads) - 7
         lines = [heads] + rows + [["TOTAL"] + [""] * (labels - 1) + _numbers(self.total)]
         widths = [max(map(len, column)) for column in zip(*lines)]
-        pads = [str.ljust] * labels + [str.rjust] * (len(heads) - labels - 1)
-        text = []
-        for line in lines:
-            cells = [pad(c, w) for pad, c, w in zip(pads, line, widths)]
-            cells.append(line[-1])
-            text.append("  ".join(cells).rstrip() + "\n")
-        return "".join(text)
+        return b"".join(_line(line, widths, labels) for line in lines)
+
+    def _session_table(self):
+        """The table by session. Each session's line is kept (`pieces`) with
+        its cells (`cells`): while the columns' widths stay, a line whose row
+        did not change is printed as it was. The widths are the longest cells
+        of the sessions' rows (`row_widths`), the heads and the total; a
+        changed row can only widen them, unless one of its old cells was the
+        longest of its column, and then they are measured again."""
+        from pantolib.terminal import visible_line as cell
+
+        heads, total = ["SESSION"] + _HEADS, ["TOTAL"] + _numbers(self.total)
+        pieces, cells, order = self.pieces, self.cells, self.order
+        loaded = isinstance(cells, Column)
+        at = self.groups.index if loaded else {g: j for j, (g, _) in enumerate(order)}
+        todo = [at[g] for g in self._anew()]      # the rows printed anew
+        row_widths = list(self.row_widths) if loaded else [0] * len(heads)
+        again = False
+        for j in todo:
+            g, depth = order[j]
+            new = [_nested(depth) + cell(str(g))] + _numbers(self.wholes.get(g) or self.groups[g])
+            if loaded:
+                old = cells.item(j)
+                again = again or any(len(o) == w > len(n) for o, n, w in zip(old, new, row_widths))
+                cells.put(j, _pack(new))
+            else:
+                cells[g] = new
+            row_widths = [max(w, len(c)) for w, c in zip(row_widths, new)]
+        if again and loaded:
+            row_widths = [max(map(len, column)) for column in zip(*(cells.item(j) for j in range(len(order))))] \
+                if order else [0] * len(heads)
+        widths = [max(a, len(b), len(c)) for a, b, c in zip(row_widths, heads, total)]
+        if widths != self.widths:
+            todo = range(len(order))      # every line anew
+        for j in todo:
+            g = order[j][0]
+            pieces[g] = _line(cells.item(j) if loaded else cells[g], widths, 1)
+        self.row_widths, self.widths = row_widths, widths
+        return _line(heads, widths, 1) + self._joined() + _line(total, widths, 1)
 
     def move(self, rows, sign):
         """Take out (sign -1) or put back (sign 1) one file's priced rows
@@ -150,20 +191,23 @@ class View:
             return (self.by, json, self.total, self.models, self.wholes, self.groups, self.lineages)
         if isinstance(self.groups, _Rows):      # read from a Kept: its columns, the few changed put in
             self._put_pieces()
-            rows, pieces = self.groups.column, self.pieces.column
+            rows, pieces, cells = self.groups.column, self.pieces.column, self.cells
         else:
             names = [g for g, _ in self.order]
             rows = Column.of([_pack((self.groups[g], self.lineages.get(g, TOP))) for g in names])
-            pieces = Column.of([self.pieces[g] if json else _pack(self.pieces[g]) for g in names])
+            pieces = Column.of([self.pieces[g] for g in names])
+            cells = Column.of([b"" if json else _pack(self.cells[g]) for g in names])
         return (self.by, json, self.total, self.models, self.wholes, [g for g, _ in self.order],
-                [d for _, d in self.order], rows.packed(), pieces.packed())
+                [d for _, d in self.order], rows.packed(), pieces.packed(), cells.packed(), self.row_widths,
+                self.widths)
 
     def changes(self):
         """What changed in a View read from a Kept (after text()), for apply()."""
         if self.by != "session":
             return self.state()
         self._put_pieces()
-        return (self.total, self.models, self.wholes, self.groups.column.new, self.pieces.column.new)
+        return (self.total, self.models, self.wholes, self.groups.column.new, self.pieces.column.new,
+                self.cells.new, self.row_widths, self.widths)
 
     def apply(self, changes):
         """Take in changes(); False if they do not fit this view."""
@@ -174,19 +218,20 @@ class View:
             self.total, self.models, self.wholes, self.groups, self.lineages = (
                 view.total, view.models, view.wholes, view.groups, view.lineages)
             return True
-        total, models, wholes, rows, pieces = changes
+        total, models, wholes, rows, pieces, cells, row_widths, widths = changes
         n = len(self.order)
         if not (type(total) is list and type(models) is dict and type(wholes) is dict
-                and _blobs(rows, n) and _blobs(pieces, n)):
+                and _blobs(rows, n) and _blobs(pieces, n) and _blobs(cells, n)
+                and (self.json or _widths(row_widths, widths))):
             return False
-        self.total, self.models, self.wholes = total, models, wholes
-        self.groups.column.new, self.pieces.column.new = rows, pieces
+        self.total, self.models, self.wholes, self.row_widths, self.widths = total, models, wholes, row_widths, widths
+        self.groups.column.new, self.pieces.column.new, self.cells.new = rows, pieces, cells
         return True
 
     def _put_pieces(self):
         """The pieces printed anew put in their column (a View read from a Kept)."""
         for g, piece in self.pieces.fresh.items():
-            self.pieces.column.put(self.groups.index[g], piece if self.json else _pack(piece))
+            self.pieces.column.put(self.groups.index[g], piece)
         self.pieces.fresh = {}
 
     @classmethod
@@ -199,16 +244,19 @@ class View:
             groups, lineages = rest
             return cls(by, total, models, groups, lineages, wholes=wholes) \
                 if type(groups) is dict and type(lineages) is dict else None
-        names, depths, rows, pieces = rest
-        if type(names) is not list or type(depths) is not list or len(names) != len(depths):
+        names, depths, rows, pieces, cells, row_widths, widths = rest
+        if (type(names) is not list or type(depths) is not list or len(names) != len(depths)
+                or not (json or _widths(row_widths, widths))):
             return None
         index = dict(zip(names, range(len(names))))
-        rows, pieces = Column.read(rows), Column.read(pieces)
-        if not len(rows) == len(pieces) == len(index) == len(names):
+        rows, pieces, cells = Column.read(rows), Column.read(pieces), Column.read(cells)
+        if not len(rows) == len(pieces) == len(cells) == len(index) == len(names):
             return None
         groups = _Rows(index, rows)
-        return cls(by, total, models, groups, _Lineages(groups), list(zip(names, depths)), wholes,
-                   _Pieces(index, pieces, json))
+        view = cls(by, total, models, groups, _Lineages(groups), list(zip(names, depths)), wholes,
+                   _Pieces(index, pieces))
+        view.cells, view.row_widths, view.widths, view.json = cells, row_widths, widths, json
+        return view
 
 
 class _Rows:
@@ -253,18 +301,17 @@ class _Lineages:
 
 
 class _Pieces:
-    """What a View read from a Kept printed of each session: from its column
-    (JSON bytes, or a table line's cells marshalled), unless printed anew
+    """What a View read from a Kept printed of each session (its JSON object,
+    or its table line, as bytes): from its column, unless printed anew
     (`fresh`) or taken out (its row changed)."""
 
-    def __init__(self, index, column, json):
-        self.index, self.column, self.json, self.fresh = index, column, json, {}
+    def __init__(self, index, column):
+        self.index, self.column, self.fresh = index, column, {}
 
     def get(self, g):
         if g in self.fresh:
             return self.fresh[g]
-        blob = self.column.blob(self.index[g])
-        return blob if self.json else self.column.item(self.index[g])
+        return self.column.blob(self.index[g])
 
     def __setitem__(self, g, piece):
         self.fresh[g] = piece
@@ -430,25 +477,48 @@ class Column:
     def put(self, i, blob):
         self.new[i] = blob
 
+    def joined(self):
+        """Every blob, in order, as one bytes object (the ones put in spliced
+        in: the blobs between them are copied whole, not one by one)."""
+        if not self.new:
+            return self.data
+        data, ends, pieces, at = self.data, self.ends, [], 0
+        for i in sorted(self.new):
+            pieces += (data[at:ends[i - 1] if i else 0], self.new[i])
+            at = ends[i]
+        pieces.append(data[at:])
+        return b"".join(pieces)
+
     def packed(self):
-        """(data, ends as bytes), the blobs put in their places (spliced in:
-        the blobs between them are copied whole, not one by one)."""
+        """(data, ends as bytes), the blobs put in their places."""
         from array import array
 
         if self.new:
-            data, ends, pieces, at, shift = self.data, self.ends, [], 0, 0
-            was, marks = array("Q", ends), sorted(self.new)
+            data, ends, shift, marks = self.joined(), self.ends, 0, sorted(self.new)
+            was = array("Q", ends)
             for n, i in enumerate(marks):
-                start, end = (was[i - 1] if i else 0), was[i]
-                blob = self.new[i]
-                pieces += (data[at:start], blob)
-                at, shift = end, shift + len(blob) - (end - start)
+                shift += len(self.new[i]) - (was[i] - (was[i - 1] if i else 0))
                 stop = marks[n + 1] if n + 1 < len(marks) else len(ends)
                 if shift:
-                    ends[i:stop] = array("Q", [e + shift for e in ends[i:stop]])
-            pieces.append(data[at:])
-            self.data, self.new = b"".join(pieces), {}
+                    ends[i:stop] = array("Q", [e + shift for e in was[i:stop]])
+            self.data, self.new = data, {}
         return self.data, self.ends.tobytes()
+
+
+_HEADS = ["TURNS"] + [h for _, h in TOKENS] + ["COST"]
+
+
+def _line(cells, widths, labels):
+    """One line of a table, as bytes: the first `labels` cells padded on the
+    right, the others but the last on the left, two spaces apart."""
+    padded = [c.ljust(w) if i < labels else c.rjust(w) for i, (c, w) in enumerate(zip(cells[:-1], widths))]
+    padded.append(cells[-1])
+    return ("  ".join(padded).rstrip() + "\n").encode("utf-8", "replace")
+
+
+def _widths(*lists):
+    """Are these the widths of a table's columns (lists of ints, of the same length)?"""
+    return all(type(x) is list and all(type(w) is int for w in x) and len(x) == len(lists[0]) for x in lists)
 
 
 def _blobs(d, n, kind=bytes):

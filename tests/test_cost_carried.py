@@ -180,3 +180,33 @@ def test_a_second_memo_is_read_only_with_the_first_it_goes_with(isolated):
     grow(files[4], 3)
     got, fresh = run(argv), run(argv + ["--no-cache"])
     assert (got.returncode, got.stdout, got.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+
+
+def test_a_table_carried_over_through_a_session_cut_back_and_grown_again(isolated):
+    """A session cut back (to fewer turns, the same file) and grown again is
+    carried over each time, and the table by session (whose widths are kept)
+    is the table made afresh."""
+    d = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "models.toml"), "w") as f:
+        f.write(SEED_TOML)
+    root = os.environ["PANTO_SESSION_DIR"]
+    files = _tree(root)
+    with open(files[2], "rb") as f:
+        small = f.read()
+    with open(files[2], "ab") as f:             # the widest row: many more tokens than the others
+        for n in range(40):
+            f.write(_turn(f"{0xd000 + n:04x}0001", None, SONNET, "2026-04-25", n, text="long " * 200))
+    with open(files[2], "rb") as f:
+        big = f.read()
+    tallies = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "cost-cache.json")
+    argv = ["panto-cost", "--all", "--by", "session"]
+    for data in (big, small, big):
+        assert run(argv).returncode == 0
+        before = os.stat(tallies).st_mtime_ns
+        with open(files[2], "r+b") as f:      # cut back, or grown again: the same file
+            f.write(data)
+            f.truncate(len(data))
+        got, fresh = run(argv), run(argv + ["--no-cache"])
+        assert (got.returncode, got.stdout, got.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+        assert os.stat(tallies).st_mtime_ns == before         # carried over, not read through the cost cache

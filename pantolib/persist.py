@@ -288,10 +288,12 @@ def idents(listed):
     return [(p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for p, st in listed]
 
 
-def recall(name, k, stats=(), env=None):
+def recall(name, k, stats=(), env=None, newest=None):
     """(output bytes, notes, status) remembered under key k (`key`) in the memo
     `name`, or None: none, another key, or one of the files it depends on
-    (`stats`: their os.stat) racy against the memo's stamp (`racy`). A memo's
+    (`stats`: their os.stat) racy against the memo's stamp (`racy`). `newest`:
+    the newest mtime or ctime of those files, when known (then, unless it is
+    within a tick of the stamp, no stat is looked at one by one). A memo's
     body is its key, whole, then the rest: a memo of another key is told
     from the first bytes that differ, without reading the rest."""
     import marshal
@@ -315,6 +317,8 @@ def recall(name, k, stats=(), env=None):
     if type(stamp) is not int:
         return None
     old = stamp - COARSE        # a time older than this is racy by no rule: the common case, in one compare
+    if newest is not None and newest <= old:
+        return out, notes, status
     for st in stats:
         if (st.st_mtime_ns > old or st.st_ctime_ns > old) and racy(ident(st), stamp):
             return None

@@ -5,18 +5,19 @@ printed as a table or as JSON (`View.text`). For --by session its rows
 follow the tree of sub-agents, each with its sub-agents' rows added.
 
 The last report is kept with each file's own priced rows and what it
-printed of each session (`Kept`, the memo cost-parts.memo, persist.py), so
-that the next one, when a few files changed and nothing else did, is the
-last one with those files' old rows taken out and their new rows put in.
-Money is exact integers: a sum with one part taken out and another put in is
-the sum made afresh, and nothing of the files that did not change is read or
-printed again. Where the two could differ — a changed file with a note (a
-bad line, a torn tail), counted under another session, agent or inode, or
-without a row it had (of a model or a day), or with a row of a model, day
-or session the report lacks; a session in a tree of
-sub-agents; a price table with notes; a report with notes; the options, the
-price table, the day, the time zone, the folder, the list of files or the
-code not all as they were — cmd/cost.py makes the report afresh.
+printed of each session (`Kept`: the memos cost-parts.memo and
+cost-parts-new.memo, persist.py), so that the next one, when a few files
+changed and nothing else did, is the last one with those files' old rows
+taken out and their new rows put in. Money is exact integers: a sum with one
+part taken out and another put in is the sum made afresh, and nothing of the
+files that did not change is read or printed again. Where the two could
+differ — a changed file with a note (a bad line, a torn tail), counted under
+another session, agent or inode, without a row it had (of a model or a
+day), or with a row of a model, day or session the report lacks; a session
+in a tree of sub-agents; a price table with notes; a report with notes; the
+options, the price table, the day, the time zone, the folder, the list of
+files or the code not all as they were — cmd/cost.py makes the report
+afresh. tests/test_cost_carried.py holds the two to the same bytes.
 """
 import os
 from operator import add
@@ -38,8 +39,8 @@ class View:
     --by session the tree of sub-agents: the order ((session, depth) pairs)
     and, for each session with sub-agents in the report, its row with
     theirs added (`wholes`). `pieces`: what was printed of each session (its
-    JSON object, or its table line's cells), printed again while its row is
-    the same."""
+    JSON object and a comma, or its table line), printed again while its row
+    is the same."""
 
     def __init__(self, by, total, models, groups, lineages, order=None, wholes=None, pieces=None):
         self.by, self.total, self.models, self.groups, self.lineages = by, total, models, groups, lineages

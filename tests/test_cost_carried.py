@@ -119,16 +119,22 @@ class Changes:
         return kind
 
 
+@pytest.fixture
+def priced(isolated):
+    """The seed's price table where panto-cost looks by default."""
+    d = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "models.toml"), "w") as f:
+        f.write(SEED_TOML)
+    return isolated
+
+
 VARIANTS = [["--by", "session", "--json"], ["--by", "session"], [], ["--by", "day", "--json"],
             ["--by", "agent"], ["--by", "session", "--since", "2026-04-26"]]
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: " ".join(v) or "by model")
-def test_a_report_carried_over_is_the_report_made_afresh(isolated, tmp_path, variant):
-    d = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "models.toml"), "w") as f:
-        f.write(SEED_TOML)
+def test_a_report_carried_over_is_the_report_made_afresh(priced, variant):
     root = os.environ["PANTO_SESSION_DIR"]
     changes = Changes(root, _tree(root), seed=len(variant) * 31 + sum(map(len, variant)))
     tallies = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "cost-cache.json")
@@ -148,13 +154,9 @@ def test_a_report_carried_over_is_the_report_made_afresh(isolated, tmp_path, var
         assert carried >= 4, (carried, kinds)    # the path under test was taken
 
 
-def test_a_second_memo_is_read_only_with_the_first_it_goes_with(isolated):
+def test_a_second_memo_is_read_only_with_the_first_it_goes_with(priced):
     """cost-parts-new.memo names the cost-parts.memo it changes: put back beside
     another one (a crash between their writes, or a copy), it is not read."""
-    d = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "models.toml"), "w") as f:
-        f.write(SEED_TOML)
     root = os.environ["PANTO_SESSION_DIR"]
     files = _tree(root)
     cache = os.path.join(os.environ["XDG_CACHE_HOME"], "panto")
@@ -182,14 +184,10 @@ def test_a_second_memo_is_read_only_with_the_first_it_goes_with(isolated):
     assert (got.returncode, got.stdout, got.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
 
 
-def test_a_table_carried_over_through_a_session_cut_back_and_grown_again(isolated):
+def test_a_table_carried_over_through_a_session_cut_back_and_grown_again(priced):
     """A session cut back (to fewer turns, the same file) and grown again is
     carried over each time, and the table by session (whose widths are kept)
     is the table made afresh."""
-    d = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "models.toml"), "w") as f:
-        f.write(SEED_TOML)
     root = os.environ["PANTO_SESSION_DIR"]
     files = _tree(root)
     with open(files[2], "rb") as f:

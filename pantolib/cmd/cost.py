@@ -81,9 +81,9 @@ def main(argv=None):
             check_path(name)  # a directory or a device is no session
             inputs.append((name, os.stat(name)))
 
-    key = _Key(args, inputs) if use else None
+    key = _Key(args, inputs, "-" in files) if use else None
     if key is not None and key.whole is not None:
-        memo = persist.recall(REPORT, key.whole, key.stats)
+        memo = persist.recall(REPORT, key.whole, key.stats, newest=key.newest)
         if memo is not None:
             _write(memo[0], args["--json"])
             for note in memo[1]:
@@ -112,12 +112,15 @@ class _Key:
     file's identity and state, the price table's, today's date, the time zone
     and the folder (None with stdin among the inputs); `ctx`, all of it but
     the files; `idents`, the files' (persist.idents); `stats`, the os.stat of
-    the price table and the files (persist.recall's racy rule)."""
+    the price table and the files, and `newest`, the newest of their mtimes
+    and ctimes (persist.recall's racy rule)."""
 
-    def __init__(self, args, inputs):
+    def __init__(self, args, inputs, stdin):
         self.whole = self.ctx = None
-        if any(st is None for _, st in inputs):
+        if stdin:
             return
+        from operator import itemgetter
+
         from pantolib import models_toml, persist
         from pantolib.prices import today
 
@@ -128,9 +131,15 @@ class _Key:
             listed = []
         ctx = ({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(path),
                persist.idents(listed) or None, today(), os.getcwd())
-        self.idents = persist.idents(inputs)
+        self.idents = persist.idents(listed + inputs)
+        self.newest = max(map(max, map(itemgetter(4, 5), self.idents)), default=None)   # the newest mtime or ctime
+        del self.idents[:len(listed)]
         self.whole, self.ctx = persist.key(*ctx, self.idents), persist.key(*ctx)
-        self.stats = [st for _, st in listed + inputs]
+        self._files = listed + inputs
+
+    @property
+    def stats(self):
+        return [st for _, st in self._files]
 
 
 class _Run:

@@ -97,7 +97,20 @@ def test_save_forgets_files_that_are_gone(tmp_path):
     assert list(tallies.Files(PRICES).entries) == [kept]
 
 
-def test_a_grown_file_is_read_from_where_it_was_covered(tmp_path):
+def test_a_small_file_keeps_no_covered_range_and_is_read_again_whole_when_it_grows(tmp_path):
+    name = _session(tmp_path / "s.jsonl")
+    files = tallies.Files(PRICES)
+    files.read(name, os.stat(name))
+    assert files.entries[name][1:3] == [0, 0] and os.path.getsize(name) < tallies.CRC_FROM
+    with open(name, "ab") as f:
+        f.write(_turn(7, usage={"input": 1000, "output": 1}))
+    assert files._uncovered(name, os.stat(name), None) == os.path.getsize(name)   # the whole file
+    assert _tokens(files.read(name, os.stat(name))) == (2, 1010, 6)
+    assert files.entries[name][1] == 0
+
+
+def test_a_grown_file_is_read_from_where_it_was_covered(tmp_path, monkeypatch):
+    monkeypatch.setattr(tallies, "CRC_FROM", 1)      # small files keep a covered range too
     path = tmp_path / "s.jsonl"
     name = _session(path)
     files = tallies.Files(PRICES)

@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from conftest import SEED_TOML, run
+from pantolib import persist
 
 SONNET = ("anthropic", "claude-sonnet-4-20250514")
 GPT4O = ("openai", "gpt-4o")
@@ -208,3 +209,26 @@ def test_a_table_carried_over_through_a_session_cut_back_and_grown_again(priced)
         got, fresh = run(argv), run(argv + ["--no-cache"])
         assert (got.returncode, got.stdout, got.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
         assert os.stat(tallies).st_mtime_ns == before         # carried over, not read through the cost cache
+
+
+def test_a_large_session_grown_is_carried_over_reading_only_what_it_gained(priced):
+    """A changed session of 1 MiB or more is read through the cost cache (from
+    where its entry ends), not whole; the report is still carried over, and
+    is the report made afresh."""
+    root = os.environ["PANTO_SESSION_DIR"]
+    files = _tree(root)
+    with open(files[3], "ab") as f:
+        for n in range(120):
+            f.write(_turn(f"{0xc000 + n:04x}0001", None, GPT4O, "2026-04-25", n, text="long " * 2000))
+    assert os.path.getsize(files[3]) >= 1 << 20
+    cache = os.path.join(os.environ["XDG_CACHE_HOME"], "panto")
+    argv = ["panto-cost", "--all", "--by", "session"]
+    assert run(argv).returncode == 0
+    for n in range(3):
+        with open(files[3], "ab") as f:
+            f.write(_turn(f"{0xc100 + n:04x}0001", None, SONNET, "2026-04-25", n))
+        got, fresh = run(argv), run(argv + ["--no-cache"])
+        assert (got.returncode, got.stdout, got.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+        assert os.path.exists(os.path.join(cache, "cost-parts-new.memo"))     # carried over (afresh removes it)
+        entry = persist.load(os.path.join(cache, "cost-cache.json"), "cost-cache.json")["files"][files[3]]
+        assert entry[1] == os.path.getsize(files[3])       # read on through the cost cache, which covers it all

@@ -218,7 +218,7 @@ class _Run:
         if kept is None:
             return None
         changed = kept.changed(key.idents)
-        if not changed or len(changed) > max(8, len(key.idents) // 8):   # many: as fast afresh (read ahead in workers)
+        if not changed or len(changed) > max(16, len(key.idents) // 64):   # many: as fast afresh (read in workers)
             return None
         from pantolib import models_toml, pricing, tallies
         from pantolib.errors import SessionError
@@ -226,7 +226,9 @@ class _Run:
         prices = models_toml.load(self.args["--prices"])
         if prices.notes:
             return None
-        reader = tallies.Files(prices, self.stamp, use=False)   # read whole: a few small files
+        # a few small files are read whole; a large one (tallies.CRC_FROM) from where its cache entry ends
+        big = any(self.inputs[i][1].st_size >= tallies.CRC_FROM for i in changed)
+        reader = tallies.Files(prices, self.stamp, use=big)
         view = kept.view
         for i in changed:
             name, st = self.inputs[i]
@@ -248,6 +250,7 @@ class _Run:
             kept.put(i, (group, got.lineage, rows))
         if view.total[8] and (prices.missing or self.args["--strict"]):   # unpriced turns: notes to say
             return None
+        reader.save()
         kept.carry(self.stamp, key.idents, changed)
         self.kept = kept
         return view.text(self.args["--json"]), cli.OK

@@ -418,17 +418,18 @@ def test_ctrl_l_redraws_without_copies_of_the_prompt_in_tmux_scrollback(isolated
     short = tempfile.mkdtemp(prefix="pt-", dir="/tmp")     # a socket path must stay short
     socket = "panto-" + os.path.basename(short)     # a private server of its own, never the default one
 
-    def tmux(*args, **kw):
+    def private(*args, **kw):
+        """tmux on this test's own server: every call names it (-L socket)."""
         return subprocess.run(["tmux", "-L", socket, "-f", "/dev/null", *args], env=env, **kw)
 
     srv.push(openai_text("one"))
     env = dict(env, TMUX_TMPDIR=short)
     env.pop("TMUX", None)
-    tmux("new-session", "-d", "-x", "100", "-y", "20", shutil.which("panto"), "--no-tools", check=True)
+    private("new-session", "-d", "-x", "100", "-y", "20", shutil.which("panto"), "--no-tools", check=True)
 
     def pane(history=True):
         back = ["-S", "-200"] if history else []
-        return tmux("capture-pane", "-p", *back, capture_output=True, text=True).stdout
+        return private("capture-pane", "-p", *back, capture_output=True, text=True).stdout
 
     def until(cond, what):
         deadline = time.monotonic() + 20
@@ -438,16 +439,16 @@ def test_ctrl_l_redraws_without_copies_of_the_prompt_in_tmux_scrollback(isolated
 
     try:
         until(lambda: any(r.startswith(">") for r in pane(False).split("\n")), "the prompt")
-        tmux("send-keys", "-l", "hello", check=True)
-        tmux("send-keys", "C-l", check=True)
+        private("send-keys", "-l", "hello", check=True)
+        private("send-keys", "C-l", check=True)
         until(lambda: pane(False).startswith("> hello"), "the redraw at the top")
         for ch in "abcdef":
-            tmux("send-keys", "-l", ch, check=True)
+            private("send-keys", "-l", ch, check=True)
         until(lambda: "> helloabcdef" in pane(False), "the typed keys")
         everything = pane()
         assert everything.count("> hello") == 2, everything     # once before Ctrl-L, once on the screen
     finally:
-        tmux("kill-server", capture_output=True)
+        private("kill-server", capture_output=True)
         shutil.rmtree(short, ignore_errors=True)
 
 

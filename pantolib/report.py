@@ -49,6 +49,7 @@ class View:
         # --by session as a table: each session's cells (a dict, or a Column read from a Kept), and
         # the widths of the columns over the sessions' rows alone and over the whole table
         self.cells, self.row_widths, self.widths = {}, None, None
+        self._nested = None     # move(): the sessions below another in the tree
 
     @classmethod
     def of(cls, tally, by, lineages):
@@ -172,7 +173,9 @@ class View:
         or group the report does not have, or of a session in a tree of
         sub-agents (its parent's row holds its sums too)."""
         models, groups, by = self.models, self.groups, self.by
-        nested = by == "session" and {g for g, depth in self.order if depth}
+        if by == "session" and self._nested is None:      # the sub-agents in a tree: found once per view
+            self._nested = {g for g, depth in self.order if depth}
+        nested = self._nested
         for (g, p, m) in rows:
             if (p, m) not in models or g not in groups or (by == "session" and (g in self.wholes or g in nested)):
                 return False

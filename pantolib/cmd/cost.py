@@ -129,13 +129,13 @@ class _Key:
             listed = [(path, os.stat(path))]
         except OSError:
             listed = []
-        ctx = ({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(path),
-               persist.idents(listed) or None, today(), os.getcwd())
-        self.idents = persist.idents(listed + inputs)
-        self.newest = max(map(max, map(itemgetter(4, 5), self.idents)), default=None)   # the newest mtime or ctime
-        del self.idents[:len(listed)]
-        self.whole, self.ctx = persist.key(*ctx, self.idents), persist.key(*ctx)
         self._files = listed + inputs
+        every = persist.idents(self._files)
+        self.newest = max(map(max, map(itemgetter(4, 5), every)), default=None)   # the newest mtime or ctime
+        ctx = ({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(path),
+               every[:len(listed)] or None, today(), os.getcwd())
+        self.idents = every[len(listed):]
+        self.whole, self.ctx = persist.key(*ctx, self.idents), persist.key(*ctx)
 
     @property
     def stats(self):
@@ -229,7 +229,7 @@ class _Run:
         # a few small files are read whole; a large one (tallies.CRC_FROM) from where its cache entry ends
         big = any(self.inputs[i][1].st_size >= tallies.CRC_FROM for i in changed)
         reader = tallies.Files(prices, self.stamp, use=big)
-        view = kept.view
+        view, tally = kept.view, pricing.Tally(prices, by=self.by, since=self.since, until=self.until)
         for i in changed:
             name, st = self.inputs[i]
             old = kept.part(i)
@@ -244,7 +244,7 @@ class _Run:
             group = _group(self.by, name, got.header_id, got.lineage)
             if (group, got.lineage) != old[:2]:
                 return None
-            rows = pricing.Tally(prices, by=self.by, since=self.since, until=self.until).merge(group, got.sums, part=True)
+            rows = tally.merge(group, got.sums, part=True)     # each file's own rows (the tally's sums are not used)
             if not old[2].keys() <= rows.keys() or not view.move(old[2], -1) or not view.move(rows, 1):
                 return None     # a row gone (of a model or day): the report's rows may be others
             kept.put(i, (group, got.lineage, rows))
@@ -269,14 +269,19 @@ class _Run:
                 return cli.FAIL
         return cli.OK
 
+    def _group(self, name, header_id, lineage):
+        """_group, and for --by session the session's lineage kept for the tree of sub-agents."""
+        group = _group(self.by, name, header_id, lineage)
+        if self.by == "session":
+            self.lineages.setdefault(group, lineage)
+        return group
+
     def _count(self, tally, reader, name, st, parts, i):
         """Count one session file, through the cache (parts: each file's priced rows, to keep)."""
         got = reader.read(name, st, self.span)
         if got is None:   # no entry of it can be in --since/--until
             return
-        group = _group(self.by, name, got.header_id, got.lineage)
-        if self.by == "session":
-            self.lineages.setdefault(group, got.lineage)
+        group = self._group(name, got.header_id, got.lineage)
         rows = tally.merge(group, got.sums, part=parts is not None)
         if parts is not None:
             parts[i] = (group, got.lineage, rows)
@@ -296,10 +301,7 @@ class _Run:
 
         header_id = None if scan.header is None else scan.header["id"]
         lineage = format_.lineage(scan.header)
-        group = _group(self.by, name, header_id, lineage)
-        if self.by == "session":
-            self.lineages.setdefault(group, lineage)
-        tally.merge(group, tokens.sums)
+        tally.merge(self._group(name, header_id, lineage), tokens.sums)
         for note in scan.notes:
             self.warn(note)
         if format_.is_partial(scan.header):   # replay --context: never a silently partial figure

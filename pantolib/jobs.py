@@ -23,6 +23,7 @@ amount of work; 1: never. Unset, empty or anything else: decided as above.
 import marshal
 import os
 
+from pantolib import signals
 from pantolib.files import write_all
 
 MIN_FILES = 32
@@ -59,9 +60,7 @@ def run(items, fn, sizes):
     if n <= 1 or not hasattr(os, "fork"):
         return {}
     batches = _batches(sizes, n)
-    import pickle
     import selectors
-    import signal
     import sys
 
     for stream in (sys.stdout, sys.stderr):   # nothing buffered is written twice
@@ -73,18 +72,22 @@ def run(items, fn, sizes):
     todo = _todo(len(batches))
     try:
         for _ in range(n):
-            r, w = os.pipe()
-            try:
-                pid = os.fork()
-            except OSError:
-                os.close(r)
+            # No signal between the fork and the worker counted: one that comes
+            # meanwhile is taken once the parent knows its worker (and the child
+            # has set its own handlers: the parent's would unwind it as a parent).
+            with signals.held():
+                r, w = os.pipe()
+                try:
+                    pid = os.fork()
+                except OSError:
+                    os.close(r)
+                    os.close(w)
+                    break     # fewer workers: the parent reads what no worker answers
+                if pid == 0:
+                    _worker(w, todo, [r, *pipes], batches, items, fn)
+                pids.append(pid)
                 os.close(w)
-                break     # fewer workers: the parent reads what no worker answers
-            if pid == 0:
-                _worker(w, todo, [r, *pipes], batches, items, fn, pickle, signal)
-            pids.append(pid)
-            os.close(w)
-            pipes[r] = bytearray()
+                pipes[r] = bytearray()
         os.close(todo)
         todo = None
         selector = selectors.DefaultSelector()
@@ -105,7 +108,7 @@ def run(items, fn, sizes):
                     if len(buf) - at - 8 < size:
                         break
                     try:
-                        i, ok, value = _unpack(buf[at + 8:at + 8 + size], pickle)
+                        i, ok, value = _unpack(buf[at + 8:at + 8 + size])
                         done[i] = (ok, value)
                     except Exception:
                         pass   # not understood: the parent reads that file itself
@@ -119,7 +122,7 @@ def run(items, fn, sizes):
             os.close(r)
         for pid in pids:
             try:
-                os.kill(pid, signal.SIGTERM)   # already gone, unless the parent is interrupted
+                os.kill(pid, signals.TERM)   # already gone, unless the parent is interrupted
             except OSError:
                 pass
         for pid in pids:
@@ -168,28 +171,33 @@ def _todo(count):
     return r
 
 
-def _pack(message, pickle):
+def _pack(message):
     """A message's bytes: marshal's when it holds only plain values (several times
     faster to read back than pickle's, which the parent does while the workers
-    run), else pickle's (an exception, an object)."""
+    run), else pickle's (an exception, an object: rare, so imported then)."""
     try:
         return b"m" + marshal.dumps(message)
     except ValueError:
+        import pickle
+
         return b"p" + pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _unpack(data, pickle):
-    return marshal.loads(data[1:]) if data[:1] == b"m" else pickle.loads(data[1:])
+def _unpack(data):
+    if data[:1] == b"m":
+        return marshal.loads(data[1:])
+    import pickle
+
+    return pickle.loads(data[1:])
 
 
-def _worker(w, todo, others, batches, items, fn, pickle, signal):
-    """A worker's life: take batches from `todo` until none is left, answer each
-    of their items on `w`, then end (never returns)."""
+def _worker(w, todo, others, batches, items, fn):
+    """A worker's life (forked with its signals blocked): take batches from
+    `todo` until none is left, answer each of their items on `w`, then end
+    (never returns)."""
     status = 0
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)    # Ctrl-C ends it, silently
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signals.worker()    # Ctrl-C, SIGTERM, SIGHUP and a closed pipe end it, silently
         for fd in others:
             os.close(fd)
         out = bytearray()   # the answers, sent a batch (or SEND bytes) at a time: fewer wake-ups
@@ -203,7 +211,7 @@ def _worker(w, todo, others, batches, items, fn, pickle, signal):
                 except Exception as e:
                     message = (i, False, e)
                 try:
-                    data = _pack(message, pickle)
+                    data = _pack(message)
                 except Exception:
                     continue   # left to the parent
                 out += len(data).to_bytes(8, "little")

@@ -167,6 +167,17 @@ class catch:
             _signal.signal(sig, handler)
 
 
+def worker():
+    """In a process forked to do part of the command's work (jobs.py), forked
+    with the signals blocked (held): each of the three, and a closed pipe,
+    ends it at once and silently (the default action: the parent tells what
+    stopped the command), never the command's own handler, which would raise
+    in the child the KeyboardInterrupt meant for the parent. Then unblocked."""
+    for sig in (*SIGNALS, _signal.SIGPIPE):
+        _signal.signal(sig, _signal.SIG_DFL)
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, SIGNALS)
+
+
 def finish():
     """From here on the command finishes whatever comes (a complete reply,
     the results of the calls): every signal is ignored."""

@@ -5,6 +5,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import time
 
 import orjson
 import pytest
@@ -230,22 +232,70 @@ def test_ctrl_c_ends_the_workers_without_a_traceback(env, tmp_path):
     for i in range(1, 600):                                 # enough work to be interrupted in
         shutil.copy(first, first.replace("000000000000.jsonl", f"{i:012d}.jsonl"))
     exe = shutil.which("panto-cost")
-    p = subprocess.Popen([exe, "--all", "--no-cache"], env=with_jobs(2), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
-    children = f"/proc/{p.pid}/task/{p.pid}/children"
-    while p.poll() is None:                                 # until its workers run (or it ends)
+    # The moment varies: right as the first worker is seen (the parent may be
+    # forking the next one, the child not yet its own handlers), then a little
+    # later. A child that took the parent's handler unwound as a second parent:
+    # "interrupted" said twice, or a worker left writing to a pipe nobody read.
+    for delay in (0, 0, 0, 0, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.02):
+        p = subprocess.Popen([exe, "--all", "--no-cache"], env=with_jobs(2), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        children = f"/proc/{p.pid}/task/{p.pid}/children"
+        while p.poll() is None:                             # until its workers run (or it ends)
+            try:
+                with open(children) as f:
+                    if f.read().split():
+                        break
+            except OSError:
+                pass
+        assert p.poll() is None, "the report ended before its workers could be seen"
+        if delay:
+            time.sleep(delay)                               # a moment later (any moment must do)
+        os.killpg(p.pid, signal.SIGINT)                     # Ctrl-C: the whole foreground group
         try:
-            with open(children) as f:
-                if f.read().split():
-                    break
-        except OSError:
-            pass
-    assert p.poll() is None, "the report ended before its workers could be seen"
-    os.killpg(p.pid, signal.SIGINT)                         # Ctrl-C: the whole foreground group
-    out, err = p.communicate(timeout=60)
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        assert b"Traceback" not in err
+        assert (p.returncode, err) == (130, b"panto-cost: interrupted\n"), delay
+        assert _group_empty(p.pid), delay                   # no worker left behind
+
+
+# panto-cost as its console script runs it, with a Ctrl-C delivered at the
+# first instant after each fork returns: in the child (before the worker has
+# its own handlers) or in the parent (before it has counted its worker).
+AT_FORK = """
+import os, signal, sys
+from pantolib import launch, signals
+signals.start("panto-cost", sys.argv[2:])
+where, fork = sys.argv[1], os.fork
+def forked():
+    pid = fork()
+    if (pid == 0) == (where == "child"):
+        os.kill(os.getpid(), signal.SIGINT)
+    return pid
+os.fork = forked
+launch.run("panto-cost", sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("where", ["child", "parent"])
+def test_a_signal_at_the_instant_of_a_fork(env, where):
+    made, with_jobs = env
+    alone = run(["panto-cost", "--all", "--no-cache", "--by", "session"], env=with_jobs(1))
+    p = subprocess.Popen([sys.executable, "-c", AT_FORK, where, "--all", "--no-cache", "--by", "session"],
+                         env=with_jobs(2), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
     assert b"Traceback" not in err
-    assert (p.returncode, err) == (130, b"panto-cost: interrupted\n")
-    assert _group_empty(p.pid)                              # no worker left behind
+    if where == "child":      # that worker ends; the parent reads its files itself, and says nothing of it
+        assert (p.returncode, out, err) == (alone.returncode, alone.stdout, alone.stderr)
+    else:                     # the parent is interrupted once, its workers with it
+        assert (p.returncode, out, err) == (130, b"", b"panto-cost: interrupted\n")
+    assert _group_empty(p.pid)
 
 
 def _group_empty(pgid):

@@ -79,8 +79,14 @@ def default_path(env=None):
     return os.path.join(paths.config_dir(env), "models.toml")
 
 
-def load(path=None, env=None):
-    """Read models.toml (default: the config directory's). A missing file is an empty table."""
+def load(path=None, env=None, cache=False):
+    """Read models.toml (default: the config directory's). A missing file is an empty table.
+
+    cache: the table parsed from these very bytes is recalled from a memo
+    (MEMO, keyed by the file's name and its whole text: never another
+    file's or an older text's), and remembered there when parsed here. A
+    fresh process spends about 20 ms importing tomllib and parsing; a recall
+    takes about one."""
     path = default_path(env) if path is None else path
     try:
         with open(path, "rb") as f:
@@ -91,7 +97,32 @@ def load(path=None, env=None):
         raise PantoError(f"'{path}' is a directory, not a models.toml") from None
     if len(data) > MAX_FILE:
         raise PantoError(f"'{path}' is too large for a price table (over {MAX_FILE >> 20} MB)")
-    return parse(data, path)
+    return _remembered(data, path, env) if cache else parse(data, path)
+
+
+MEMO = "prices.memo"
+
+
+def _remembered(data, path, env):
+    """parse(data, path), through MEMO (persist.py)."""
+    import marshal
+
+    from pantolib import persist
+
+    key = persist.key(MEMO, path, data)
+    got = persist.recall(MEMO, key, env=env)
+    if got is not None:
+        try:
+            table = {(provider, model): tuple((since, Price.of(*rates)) for since, *rates in periods)
+                     for provider, model, periods in marshal.loads(got[0])}
+            return Prices(table, path=path, notes=got[1])
+        except (ValueError, EOFError, TypeError):
+            pass
+    prices = parse(data, path)
+    plain = [(provider, model, [(since, p.base, p.above, p.above_tokens, p.context) for since, p in periods])
+             for (provider, model), periods in prices.table.items()]
+    persist.remember(MEMO, key, 0, marshal.dumps(plain, 0), prices.notes, 0, env=env)
+    return prices
 
 
 def parse(data, name="models.toml"):

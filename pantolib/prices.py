@@ -39,6 +39,15 @@ class Price:
         self.above = tuple(rates.get(k) for k in ABOVE)
         self.above_tokens, self.context = above_tokens, context
 
+    @classmethod
+    def of(cls, base, above, above_tokens, context):
+        """The Price whose slots are these (as a memo keeps them)."""
+        if len(base) != len(BASE) or len(above) != len(ABOVE):
+            raise ValueError("not a price's rates")
+        price = cls.__new__(cls)
+        price.base, price.above, price.above_tokens, price.context = tuple(base), tuple(above), above_tokens, context
+        return price
+
     def __getattr__(self, key):  # price.input, price.cache_write_above, ...
         if key in BASE:
             return self.base[BASE.index(key)]

@@ -67,10 +67,12 @@ class File:
 class Files:
     """Session files read through the cache, its entries stamped `stamp`
     (persist.now, taken before the files were stat'ed; by default now);
-    `use=False`: read whole, cache untouched."""
+    `use=False`: read whole, cache untouched. `fast=False`: the byte search
+    never loads the C library's (scan.memmem): for a few small files, its
+    import costs more than it saves."""
 
-    def __init__(self, prices, stamp=None, use=True, env=None):
-        self.prices, self.use, self.stamp = prices, use, persist.now() if stamp is None else stamp
+    def __init__(self, prices, stamp=None, use=True, env=None, fast=True):
+        self.prices, self.use, self.stamp, self.fast = prices, use, persist.now() if stamp is None else stamp, fast
         self.file = persist.path(NAME, env)
         self.tiers, self.zone = prices.tiers(), persist.zone()
         self._quarters = {}   # for pricing.when_key
@@ -201,7 +203,7 @@ class Files:
         from pantolib.scan import PricedEntries  # what a cached report never needs
 
         f.seek(start)
-        scan = PricedEntries(f, name, start=start, started=start > 0)
+        scan = PricedEntries(f, name, start=start, started=start > 0, fast=self.fast)
         tokens = pricing.Tokens(self.prices, sums, self._quarters)
         add = tokens.add
         try:

@@ -92,7 +92,12 @@ def _compacted(cwd, turns=40, at=20):
 
 
 def _sessions(cwd):
-    """Session A (compacted in its middle) and B, settled: the caches made of them are believed on identity."""
+    """Session A (compacted in its middle) and B, settled: the caches made of them are believed on identity.
+    And a price table for their model (the reports price them: its memo is one of the caches)."""
+    prices = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto", "models.toml")
+    os.makedirs(os.path.dirname(prices), exist_ok=True)
+    with open(prices, "w") as f:
+        f.write('[openai."gpt-4o"]\ninput = 2.5\noutput = 10\n')
     data, leaf = _compacted(cwd)
     assert all(4096 < _where(data, old) < len(data) - 4096 for old, _ in EDITS)
     a = session_file(cwd, data=data)
@@ -197,8 +202,8 @@ def _lying(path):
     name = os.path.basename(path) if not path.split(os.sep)[-2] == "index" else "index"
     body = persist.read(path, name)
     if name == "cost-parts.memo":     # a report's parts: its total says other sums
-        ctx, stamp, idents, parts, (by, json, total, *rest) = marshal.loads(body)
-        body = marshal.dumps((ctx, stamp, idents, parts, (by, json, [n + 1 for n in total], *rest)), 4)
+        ctx, token, stamp, idents, parts, (by, json, total, *rest) = marshal.loads(body)
+        body = marshal.dumps((ctx, token, stamp, idents, parts, (by, json, [n + 1 for n in total], *rest)), 4)
     elif name == "cost-parts-new.memo":     # what changed since: its total says other sums
         ctx, token, stamp, moved, parts, (total, *rest) = marshal.loads(body)
         body = marshal.dumps((ctx, token, stamp, moved, parts, ([n + 1 for n in total], *rest)), 4)
@@ -272,7 +277,7 @@ def test_hostile_cache_files_are_never_trusted_nor_waited_on(isolated, tmp_path,
     assert right == _cached(a) == _uncached(a, tmp_path)
     _append_is_exact(a)                 # (the index is written by append too)
     files = _cache_files()
-    assert len(files) >= 7 and any("/index/" in f for f in files)
+    assert len(files) >= 8 and any("/index/" in f for f in files) and any(f.endswith("/prices.memo") for f in files)
     for f in files:
         attack(f)
     assert _cached(a, back=True) == right      # nothing trusted (each run has a timeout: nothing waited on)

@@ -825,7 +825,7 @@ def test_the_caches_are_private_whatever_the_umask(prices):
     assert os.stat(os.path.dirname(cache_dir())).st_mode & 0o777 == 0o700
     names = sorted(os.listdir(cache_dir()))
     assert names == ["cost-args.memo", "cost-cache.json", "cost-parts.memo", "cost-report.memo", "ls-args.memo",
-                     "ls-cache.json", "ls-report.memo"]
+                     "ls-cache.json", "ls-report.memo", "prices.memo"]
     for name in names:
         assert os.stat(os.path.join(cache_dir(), name)).st_mode & 0o777 == 0o600
 

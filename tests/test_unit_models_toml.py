@@ -284,3 +284,38 @@ def test_a_toml_error_without_a_place_names_the_file_only():
 
     assert models_toml._toml_error(tomllib.TOMLDecodeError("Bad thing"), "a = 1\n", "f.toml") == "f.toml: Bad thing"
     assert models_toml._toml_error(tomllib.TOMLDecodeError("Bad (at line 2, column 3)"), "", "f.toml") == "f.toml:2:3: bad"
+
+
+MEMO_TABLE = ('[openai.m]\ninput = 1\ninput_above = 2\nabove_tokens = 1000\ncontext = 4000\nfoo = 1\n'
+              '[[openai.m.changes]]\nsince = 2026-01-01\noutput = 3\n[anthropic."claude-x"]\noutput = 15\n')
+
+
+def test_a_table_through_its_memo_is_the_table_parsed_from_those_very_bytes(tmp_path):
+    """load(cache=True): the table parsed from the same text comes back from the
+    memo, notes and all, without tomllib; a text of the same size put back at
+    the same time is parsed anew; load() without cache writes nothing."""
+    import os
+    import subprocess
+    import sys
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "HOME": str(tmp_path)}
+    path = tmp_path / "cfg" / "panto" / "models.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(MEMO_TABLE)
+    memo = tmp_path / "cache" / "panto" / models_toml.MEMO
+    plain = models_toml.load(env=env)
+    assert not memo.exists() and plain.notes and plain.tiers()
+    first = models_toml.load(env=env, cache=True)
+    assert memo.exists() and os.stat(memo).st_mode & 0o777 == 0o600
+    probe = ("import sys; from pantolib import models_toml; t = models_toml.load(env=%r, cache=True); "
+             "print(t.get('openai', 'm', '2026-02-01'), t.notes, 'tomllib' in sys.modules)" % env)
+    got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert got == f"{plain.get('openai', 'm', '2026-02-01')!r} {plain.notes!r} False\n"
+    again = models_toml.load(env=env, cache=True)
+    for t in (first, again):
+        assert (t.table, t.notes, t.path, t.missing) == (plain.table, plain.notes, plain.path, False)
+    st = os.stat(path)
+    path.write_text(MEMO_TABLE.replace("input = 1", "input = 7"))     # the same size, put back at the same time
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert models_toml.load(env=env, cache=True).get("openai", "m", "2025-01-01").input == 7_000_000

@@ -13,7 +13,6 @@ line feed is the one record still being written: it waits for the next run.
 `start`/`end` are byte offsets.
 """
 import os
-import re
 
 from pantolib import entries
 from pantolib.agents import common
@@ -25,7 +24,8 @@ _APIS = {"anthropic-messages": "anthropic_messages", "openai-responses": "openai
          "openai-completions": "openai_chat"}
 _STOPS = ("stop", "length", "toolUse", "error", "aborted")
 _BOOKKEEPING = ("model_change", "thinking_level_change", "label", "custom")
-_FILE_ID = re.compile(r"_([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})\.jsonl$")
+# patterns, compiled by re where one is used (a run that reads no pi session never imports re)
+_FILE_ID = r"_([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})\.jsonl$"
 _CHUNK = 1 << 20
 
 
@@ -75,13 +75,15 @@ def sniff(head: bytes) -> bool:
         return False
 
 
-_ISO_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+_ISO_MS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
 
 
 def _iso(value, ms=None):
     """An entry timestamp (UTC, milliseconds) from pi's ISO text, else from ms."""
     if isinstance(value, str):
-        if _ISO_MS.fullmatch(value):
+        import re
+
+        if re.fullmatch(_ISO_MS, value):
             return value
         from datetime import datetime, timezone
 
@@ -180,9 +182,11 @@ def _bash_text(m):
 
 def _parent_session(path, here):
     """The session id of the file a fork names: its file name carries it, else its header."""
+    import re
+
     import orjson
 
-    m = _FILE_ID.search(path)
+    m = re.search(_FILE_ID, path)
     if m:
         return m.group(1).lower()
     try:

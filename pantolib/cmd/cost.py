@@ -171,7 +171,7 @@ class _Run:
         from pantolib.errors import SessionError
 
         args, inputs, by, span = self.args, self.inputs, self.by, self.span
-        prices = models_toml.load(args["--prices"])
+        prices = models_toml.load(args["--prices"], cache=self.stamp is not None)
         for note in prices.notes:
             self.warn(note)
         tally = pricing.Tally(prices, by=by, since=self.since, until=self.until)
@@ -223,12 +223,12 @@ class _Run:
         from pantolib import models_toml, pricing, tallies
         from pantolib.errors import SessionError
 
-        prices = models_toml.load(self.args["--prices"])
+        prices = models_toml.load(self.args["--prices"], cache=True)
         if prices.notes:
             return None
         # a few small files are read whole; a large one (tallies.CRC_FROM) from where its cache entry ends
         big = any(self.inputs[i][1].st_size >= tallies.CRC_FROM for i in changed)
-        reader = tallies.Files(prices, self.stamp, use=big)
+        reader = tallies.Files(prices, self.stamp, use=big, fast=big)
         view, tally = kept.view, pricing.Tally(prices, by=self.by, since=self.since, until=self.until)
         for i in changed:
             name, st = self.inputs[i]

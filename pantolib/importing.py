@@ -13,7 +13,8 @@ last run are kept together in one index file) and writes nothing.
 A response copied into several files is paid once: the first copy imported
 keeps its usage, later ones carry "billedIn" (the session that paid). Which
 response was imported where is kept in a small SQLite table beside the
-offsets, updated after each file's sync.
+offsets, committed together with the records of the files synced since
+(every COMMIT_EVERY files, and at the end).
 """
 import os
 
@@ -217,11 +218,21 @@ class Billing:
     usage; a copy elsewhere is written with billedIn. Known by (message id,
     request id), and by message id alone when a copy is in a sidechain.
     Keys are 63-bit hashes of those names (an integer primary key: one
-    B-tree lookup each)."""
+    B-tree lookup each).
+
+    The keys met since the last commit wait in memory (`new`, the first
+    session named for a key kept, as the table's INSERT OR IGNORE keeps
+    it) and are written in key order at `commit`, with the records of the
+    sessions synced meanwhile: one pass down the B-tree, not a write per
+    source. The table is asked only when it may hold a key (not in a
+    first import: it was empty and nothing was written yet)."""
+
+    PENDING = 1 << 16    # keys held in memory at most (a huge source): past this, written at once
 
     def __init__(self, env=None):
         self.env, self.db = env, None
-        self.new = []
+        self.new = {}
+        self.stored = False     # whether the table may hold a key
 
     def _connect(self, path):
         import sqlite3
@@ -256,6 +267,7 @@ class Billing:
                     pass
             self.db = self._connect(path)
         self.db.execute("BEGIN")
+        self.stored = self.db.execute("SELECT 1 FROM paid2 LIMIT 1").fetchone() is not None
 
     @staticmethod
     def _key(name):
@@ -267,9 +279,8 @@ class Billing:
     def payers(self, billings, sid):
         """The session that paid for each response named in billings (sid
         where this is the first copy), looked up together: one query for
-        the lot. Within one file a response comes once (the reader sees to
-        it), so the keys of a file's first copies are written together at
-        `flush`."""
+        the lot, when the table may hold any. Within one file a response
+        comes once (the reader sees to it)."""
         if self.db is None:
             self._open()
         key = self._key
@@ -278,34 +289,40 @@ class Billing:
             mid, rid, side = (list(b) + [None, None, False])[:3]
             m, s = key(f"m:{mid}"), key(f"s:{mid}")
             asks.append((side, m, s, None if side else key(f"p:{mid}\0{rid}")))
-        wanted = list({k for side, m, s, p in asks for k in ((m,) if side else (p, s))})
-        known = {}
-        for i in range(0, len(wanted), 500):
-            part = wanted[i:i + 500]
-            known.update(self.db.execute(f"SELECT key, session FROM paid2 WHERE key IN "
-                                         f"({','.join('?' * len(part))})", part).fetchall())
+        known = {}      # the table's answers, then this call's own first copies
+        if self.stored:
+            wanted = list({k for side, m, s, p in asks for k in ((m,) if side else (p, s))})
+            for i in range(0, len(wanted), 500):
+                part = wanted[i:i + 500]
+                known.update(self.db.execute(f"SELECT key, session FROM paid2 WHERE key IN "
+                                             f"({','.join('?' * len(part))})", part).fetchall())
+        new = self.new
+
+        def look(k):
+            found = known.get(k)
+            return new.get(k) if found is None else found
+
         out = []
         for side, m, s, p in asks:
-            found = known.get(m) if side else known.get(p, known.get(s))
+            found = look(m) if side else look(p)
+            if found is None and not side:
+                found = look(s)
             if found is None:
-                new = [(m, sid), (s, sid)] if side else [(p, sid), (m, sid)]
-                self.new += new
-                known.update(new)
+                pairs = ((m, sid), (s, sid)) if side else ((p, sid), (m, sid))
+                for k, v in pairs:
+                    new.setdefault(k, v)
+                known.update(pairs)
                 found = sid
             out.append(found)
-        if len(self.new) > 3000:      # a huge file: memory stays bounded (a key found later is its own)
+        if len(new) > self.PENDING:      # a huge file: memory stays bounded
             self._write()
         return out
 
-    def flush(self):
-        """Write the keys of first copies met since the last flush (in the open transaction)."""
-        if self.db is not None:
-            self._write()
-
     def _write(self):
         if self.new:
-            self.db.executemany("INSERT OR IGNORE INTO paid2 VALUES (?, ?)", self.new)
-            self.new = []
+            self.db.executemany("INSERT OR IGNORE INTO paid2 VALUES (?, ?)", sorted(self.new.items()))
+            self.new = {}
+            self.stored = True
 
     def commit(self):
         if self.db is not None:
@@ -622,5 +639,4 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
         summary.unchanged += 1
     if dry_run:
         return None
-    billing.flush()         # the next files see this one's first copies (committed with its group)
     return _Job(batch, reader, st, source, target, sid)

@@ -65,12 +65,17 @@ def test_the_payers_are_the_rules_whenever_the_keys_are_written(isolated, monkey
     assert any(a != sid for answers, (_, sid) in zip(want, calls) for a in answers)   # copies were met
 
 
-def test_a_first_import_asks_the_table_nothing_and_a_later_run_asks_it(isolated):
+def test_a_first_import_asks_the_table_only_of_keys_it_wrote_and_a_later_run_of_all(isolated):
     billing = importing.Billing()
     assert billing.payers([("msg_1", "req_1", False)], "a") == ["a"]
-    assert billing.stored is False            # empty when opened, nothing written yet: never asked
+    assert billing.asked is False and billing.written is None     # empty when opened, nothing written yet
+    billing.commit()
+    key = billing._key
+    assert billing._wrote(key("p:msg_1\0req_1")) and billing._wrote(key("m:msg_1"))
+    assert sum(billing._wrote(key(f"p:msg_{i}\0req_{i}")) for i in range(2, 1002)) <= 5    # a few in vain
+    assert billing.payers([("msg_1", "req_1", False), ("msg_2", "req_2", False)], "b") == ["a", "b"]
     billing.close()
     again = importing.Billing()
-    assert again.payers([("msg_1", "req_1", False), ("msg_2", "req_2", False)], "b") == ["a", "b"]
-    assert again.stored is True
+    assert again.payers([("msg_1", "req_1", False), ("msg_3", "req_3", False)], "c") == ["a", "c"]
+    assert again.asked is True
     again.close()

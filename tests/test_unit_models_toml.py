@@ -292,8 +292,9 @@ MEMO_TABLE = ('[openai.m]\ninput = 1\ninput_above = 2\nabove_tokens = 1000\ncont
 
 def test_a_table_through_its_memo_is_the_table_parsed_from_those_very_bytes(tmp_path):
     """load(cache=True): the table parsed from the same text comes back from the
-    memo, notes and all, without tomllib; a text of the same size put back at
-    the same time is parsed anew; load() without cache writes nothing."""
+    memo, notes and all, without a parse; a text of the same size put back at
+    the same time is parsed anew, and so is one whose memo holds no table;
+    load() without cache writes nothing."""
     import os
     import subprocess
     import sys
@@ -308,10 +309,10 @@ def test_a_table_through_its_memo_is_the_table_parsed_from_those_very_bytes(tmp_
     assert not memo.exists() and plain.notes and plain.tiers()
     first = models_toml.load(env=env, cache=True)
     assert memo.exists() and os.stat(memo).st_mode & 0o777 == 0o600
-    probe = ("import sys; from pantolib import models_toml; t = models_toml.load(env=%r, cache=True); "
-             "print(t.get('openai', 'm', '2026-02-01'), t.notes, 'tomllib' in sys.modules)" % env)
+    probe = ("from pantolib import models_toml; models_toml.parse = None; "     # a parse would fail
+             "t = models_toml.load(env=%r, cache=True); print(t.get('openai', 'm', '2026-02-01'), t.notes)" % env)
     got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert got == f"{plain.get('openai', 'm', '2026-02-01')!r} {plain.notes!r} False\n"
+    assert got == f"{plain.get('openai', 'm', '2026-02-01')!r} {plain.notes!r}\n"
     again = models_toml.load(env=env, cache=True)
     for t in (first, again):
         assert (t.table, t.notes, t.path, t.missing) == (plain.table, plain.notes, plain.path, False)
@@ -319,3 +320,9 @@ def test_a_table_through_its_memo_is_the_table_parsed_from_those_very_bytes(tmp_
     path.write_text(MEMO_TABLE.replace("input = 1", "input = 7"))     # the same size, put back at the same time
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert models_toml.load(env=env, cache=True).get("openai", "m", "2025-01-01").input == 7_000_000
+    from pantolib import persist
+
+    text, key = path.read_bytes(), persist.key(models_toml.MEMO, str(path), path.read_bytes())
+    assert persist.remember(models_toml.MEMO, key, 0, b"A LIE\n", [], 0, env=env)   # holding no table
+    assert persist.recall(models_toml.MEMO, key, env=env)[0] == b"A LIE\n"     # the very key load asks with
+    assert models_toml.load(env=env, cache=True).table == models_toml.parse(text, str(path)).table

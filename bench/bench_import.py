@@ -72,10 +72,11 @@ def generate(root, sessions, turns, pad):
         os.makedirs(d, exist_ok=True)
         parts, parent = [], None
         if s % 10 == 9:          # a resumed session: begins with a copy of the previous one's first turn
-            data, _ = turn(sid_of(s - 1), 0, None, pad, f"/home/me/proj{(s - 1) % 20}")
+            first = (s - 1) * 1000
+            data, _ = turn(sid_of(s - 1), first, None, pad, f"/home/me/proj{(s - 1) % 20}")
             parts.append(data.replace(sid_of(s - 1).encode(), sid.encode()).replace(
                 f"/home/me/proj{(s - 1) % 20}".encode(), cwd.encode()))
-            parent = f"{sid_of(s - 1)[:8]}-b0"
+            parent = f"{sid_of(s - 1)[:8]}-b{first}"
         for i in range(turns):
             data, parent = turn(sid, s * 1000 + i, parent, pad, cwd)
             parts.append(data)

@@ -152,6 +152,16 @@ class _Run:
         self.since, self.until = span
         self.said, self.lineages = [], {}    # --by session: group -> (agent, parentSession, relation) of the session
         self.kept = None          # what the next report may carry over (report.Kept)
+        self._table = None        # the price table, once read
+
+    def prices(self):
+        """The price table, read once a run (carried() may give up, then
+        afresh() prices the same way), through its memo unless --no-cache."""
+        if self._table is None:
+            from pantolib import models_toml
+
+            self._table = models_toml.load(self.args["--prices"], cache=self.stamp is not None)
+        return self._table
 
     @staticmethod
     def say(message):
@@ -167,11 +177,11 @@ class _Run:
     def afresh(self):
         """(the report's bytes, the exit status), reading the files (through the
         cache, stamped `stamp`; None: --no-cache)."""
-        from pantolib import models_toml, pricing, report, tallies
+        from pantolib import pricing, report, tallies
         from pantolib.errors import SessionError
 
         args, inputs, by, span = self.args, self.inputs, self.by, self.span
-        prices = models_toml.load(args["--prices"], cache=self.stamp is not None)
+        prices = self.prices()
         for note in prices.notes:
             self.warn(note)
         tally = pricing.Tally(prices, by=by, since=self.since, until=self.until)
@@ -220,10 +230,10 @@ class _Run:
         changed = kept.changed(key.idents)
         if not changed or len(changed) > max(16, len(key.idents) // 64):   # many: as fast afresh (read in workers)
             return None
-        from pantolib import models_toml, pricing, tallies
+        from pantolib import pricing, tallies
         from pantolib.errors import SessionError
 
-        prices = models_toml.load(self.args["--prices"], cache=True)
+        prices = self.prices()
         if prices.notes:
             return None
         # a few small files are read whole; a large one (tallies.CRC_FROM) from where its cache entry ends

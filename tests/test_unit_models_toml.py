@@ -1,9 +1,13 @@
 """pantolib.models_toml on its own: models.toml read from real files (SPEC
 §8), every refusal as the exact one-line error naming the file and, where it
 can be found, the line and column; and the notes kept for what is ignored."""
+import os
+import subprocess
+import sys
+
 import pytest
 
-from pantolib import models_toml
+from pantolib import models_toml, persist
 from pantolib.errors import PantoError
 from pantolib.prices import Price
 
@@ -295,10 +299,6 @@ def test_a_table_through_its_memo_is_the_table_parsed_from_those_very_bytes(tmp_
     memo, notes and all, without a parse; a text of the same size put back at
     the same time is parsed anew, and so is one whose memo holds no table;
     load() without cache writes nothing."""
-    import os
-    import subprocess
-    import sys
-
     env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "HOME": str(tmp_path)}
     path = tmp_path / "cfg" / "panto" / "models.toml"
@@ -320,9 +320,8 @@ def test_a_table_through_its_memo_is_the_table_parsed_from_those_very_bytes(tmp_
     path.write_text(MEMO_TABLE.replace("input = 1", "input = 7"))     # the same size, put back at the same time
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert models_toml.load(env=env, cache=True).get("openai", "m", "2025-01-01").input == 7_000_000
-    from pantolib import persist
-
-    text, key = path.read_bytes(), persist.key(models_toml.MEMO, str(path), path.read_bytes())
+    text = path.read_bytes()
+    key = persist.key(models_toml.MEMO, str(path), text)
     assert persist.remember(models_toml.MEMO, key, 0, b"A LIE\n", [], 0, env=env)   # holding no table
     assert persist.recall(models_toml.MEMO, key, env=env)[0] == b"A LIE\n"     # the very key load asks with
     assert models_toml.load(env=env, cache=True).table == models_toml.parse(text, str(path)).table

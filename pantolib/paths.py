@@ -66,12 +66,16 @@ def config_dir(env=None):
 
 
 def list_dir(directory):
-    """(path, os.stat_result) of every session file in a folder; none if it is missing.
+    """(path, os.stat_result) of every session file in a folder, sorted by
+    name; none if the folder is missing.
 
     The folder is read through a descriptor, so that each file's stat looks
     up its name alone, not every folder of its path again (over 10,000
-    sessions that walk was a tenth of a report where nothing changed). A
-    symbolic link counts as the file it names, as a stat follows it."""
+    sessions that walk was a tenth of a report where nothing changed). The
+    names are sorted before they are stat'ed, so the results lie in memory
+    in the order they are used: a report's key over 10,000 files, built from
+    them, took twice as long when they were sorted after. A symbolic link
+    counts as the file it names, as a stat follows it."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
@@ -79,14 +83,14 @@ def list_dir(directory):
     out = []
     try:
         prefix, stat = os.path.join(directory, ""), os.stat
-        for name in os.listdir(fd):     # names alone, then one stat each: a third faster than scandir's entries
-            if name.endswith(SUFFIX) and not name.startswith("."):
-                try:
-                    st = stat(name, dir_fd=fd)
-                except OSError:
-                    continue
-                if st.st_mode & 0o170000 == 0o100000:   # a regular file (stat.S_ISREG, without importing stat)
-                    out.append((prefix + name, st))
+        # names alone, then one stat each: a third faster than scandir's entries
+        for name in sorted([n for n in os.listdir(fd) if n.endswith(SUFFIX) and not n.startswith(".")]):
+            try:
+                st = stat(name, dir_fd=fd)
+            except OSError:
+                continue
+            if st.st_mode & 0o170000 == 0o100000:   # a regular file (stat.S_ISREG, without importing stat)
+                out.append((prefix + name, st))
     finally:
         os.close(fd)
     return out

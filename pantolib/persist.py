@@ -161,10 +161,14 @@ def path(name, env=None):
 
 
 def read(file, name, limit=LIMIT, prefix=b""):
-    """The body (bytes) of `file` if it holds the cache `name`, whole, written by
-    this code, and is a private regular file of ours within `limit` bytes; else None.
-    `prefix`: None too unless the body begins with it, found reading only
-    the first line and as many bytes (a memo of another key costs no more)."""
+    """The body of `file` (a read-only memoryview of the bytes read) if it
+    holds the cache `name`, whole, written by this code, and is a private
+    regular file of ours within `limit` bytes; else None. `prefix`: None too
+    unless the body begins with it, found reading only the first line and as
+    many bytes (a memo of another key costs no more). The file is read once
+    into one buffer, and the body is a view of it, not a copy: a report's
+    memo is megabytes, and each copy of it was a few ms of a report where
+    nothing changed."""
     import stat
     import zlib
 
@@ -177,25 +181,28 @@ def read(file, name, limit=LIMIT, prefix=b""):
         if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077
                 or st.st_size > limit + HEAD):
             return None
-        data = b""
+        data = bytearray(st.st_size + 1)    # one byte more: a file that grew meanwhile reads long
+        view = memoryview(data)
+        got = 0
         if prefix:
-            data = os.read(fd, HEAD + len(prefix))
-            nl = data.find(b"\n", 0, HEAD)
-            if nl < 0 or data[nl + 1:nl + 1 + len(prefix)] != prefix:
+            got = os.readv(fd, [view[:HEAD + len(prefix)]])
+            nl = data.find(b"\n", 0, min(got, HEAD))
+            if nl < 0 or not data.startswith(prefix, nl + 1, got):    # (a memoryview compares 4x slower)
                 return None
-        data += os.read(fd, st.st_size + 1 - len(data))
-        if len(data) != st.st_size:     # it changed meanwhile (a writer renames: never ours)
+        if got < len(data):
+            got += os.readv(fd, [view[got:]])
+        if got != st.st_size:     # it changed meanwhile (a writer renames: never ours)
             return None
     except OSError:
         return None
     finally:
         os.close(fd)
     nl = data.find(b"\n", 0, HEAD)
-    head = data[:nl].split(b" ") if nl > 0 else ()
+    head = bytes(view[:nl]).split(b" ") if nl > 0 else ()
     if (len(head) != 6 or head[0] != MAGIC or head[1] != b"%d" % FORMAT or head[2] != name.encode()
             or head[3] != code().encode() or not head[4].isdigit() or not head[5].isdigit()):
         return None
-    body = data[nl + 1:]
+    body = view[nl + 1:got].toreadonly()
     if len(body) != int(head[4]) or zlib.crc32(body) != int(head[5]):
         return None
     return body
@@ -289,13 +296,15 @@ def idents(listed):
 
 
 def recall(name, k, stats=(), env=None, newest=None):
-    """(output bytes, notes, status) remembered under key k (`key`) in the memo
+    """(output, notes, status) remembered under key k (`key`) in the memo
     `name`, or None: none, another key, or one of the files it depends on
     (`stats`: their os.stat) racy against the memo's stamp (`racy`). `newest`:
     the newest mtime or ctime of those files, when known (then, unless it is
     within a tick of the stamp, no stat is looked at one by one). A memo's
-    body is its key, whole, then the rest: a memo of another key is told
-    from the first bytes that differ, without reading the rest."""
+    body is its key, whole, then (stamp, notes, status, the output's length)
+    and the output's bytes as they are: a memo of another key is told from
+    the first bytes that differ, without reading the rest, and the output is
+    a read-only view of what was read (a report's is megabytes), not a copy."""
     import marshal
 
     head = _memo_head(k)
@@ -303,15 +312,16 @@ def recall(name, k, stats=(), env=None, newest=None):
     if body is None:
         return None
     try:
-        got = marshal.loads(memoryview(body)[len(head):])
+        got = marshal.loads(body[len(head):])    # (it stops where its value ends: the output follows)
     except (ValueError, EOFError, TypeError):
         return None
     if type(got) is not tuple or len(got) != 4:
         return None
-    stamp, out, notes, status = got
-    if (type(out) is not bytes or type(status) is not int or type(notes) is not list
-            or any(type(n) is not str for n in notes)):
+    stamp, notes, status, length = got
+    if (type(status) is not int or type(notes) is not list or any(type(n) is not str for n in notes)
+            or type(length) is not int or not 0 <= length <= len(body) - len(head)):
         return None
+    out = body[len(body) - length:]
     if not stats:
         return out, notes, status
     if type(stamp) is not int:
@@ -330,8 +340,8 @@ def remember(name, k, stamp, out, notes, status, env=None):
     stamped `stamp` (`now`, taken before the files it depends on were stat'ed)."""
     import marshal
 
-    rest = marshal.dumps((stamp, bytes(out), list(notes), int(status)), 0)   # a status may be an IntEnum
-    return write(path(name, env), name, _memo_head(k), rest)
+    rest = marshal.dumps((stamp, list(notes), int(status), len(out)), 0)   # a status may be an IntEnum
+    return write(path(name, env), name, _memo_head(k), rest, out)
 
 
 def _memo_head(k):

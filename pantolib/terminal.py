@@ -47,8 +47,9 @@ def visible_json(data):
     character visible() would show is written as a \\u escape instead
     (U+009B as \\u009b, U+202E as \\u202e), so the JSON stays valid and
     means the same. Line feeds between JSON lines are kept (inside strings
-    orjson escapes them already)."""
-    text = data.decode("utf-8", "replace")
+    orjson escapes them already). `data`: any bytes-like object (a recalled
+    memo's output is a view)."""
+    text = str(data, "utf-8", "replace")
     if not _UNSAFE.search(text):
         return data
     return _UNSAFE.sub(_escaped, text).encode("utf-8")

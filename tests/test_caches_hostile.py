@@ -200,18 +200,18 @@ def _lying(path):
     """A well-formed cache file (our code, a good CRC) in place of `path` that says
     something untrue: a memo another output, any other cache an empty one."""
     name = os.path.basename(path) if not path.split(os.sep)[-2] == "index" else "index"
-    body = persist.read(path, name)
+    body = bytes(persist.read(path, name))
     if name == "cost-parts.memo":     # a report's parts: its total says other sums
         ctx, token, stamp, idents, parts, (by, json, total, *rest) = marshal.loads(body)
         body = marshal.dumps((ctx, token, stamp, idents, parts, (by, json, [n + 1 for n in total], *rest)), 4)
     elif name == "cost-parts-new.memo":     # what changed since: its total says other sums
         ctx, token, stamp, moved, parts, (total, *rest) = marshal.loads(body)
         body = marshal.dumps((ctx, token, stamp, moved, parts, ([n + 1 for n in total], *rest)), 4)
-    elif path.endswith(".memo"):      # the key's length and the key, then the rest
+    elif path.endswith(".memo"):      # the key's length and the key, (stamp, notes, status, length), the output
         n = body.index(b"\n") + 1
         head = body[:n + int(body[:n])]
-        stamp, _, notes, status = marshal.loads(body[len(head):])
-        body = head + marshal.dumps((stamp, b"A LIE\n", notes, status), 0)
+        stamp, notes, status, _ = marshal.loads(body[len(head):])
+        body = head + marshal.dumps((stamp, notes, status, 6), 0) + b"A LIE\n"
     else:
         doc = orjson.loads(body)
         if name == "index":

@@ -125,13 +125,13 @@ def caches(with_jobs):
         docs = {}
         for name in sorted(os.listdir(d)):
             path = os.path.join(d, name)
-            body = persist.read(path, name)
+            body = bytes(persist.read(path, name))
             if name.startswith("cost-parts"):     # a report's parts: without the token and the time
                 docs[name] = marshal.loads(body)[3:]
             elif name.endswith(".memo"):   # its key's length and key (which hold the times), then the rest
                 n = body.index(b"\n") + 1
-                _, report, notes, status = marshal.loads(body[n + int(body[:n]):])
-                docs[name] = [report, notes, status]
+                _, notes, status, length = marshal.loads(body[n + int(body[:n]):])
+                docs[name] = [body[len(body) - length:], notes, status]
             elif name == "ls-cache.json":
                 docs[name] = {p: [e[0], e[2]] for p, e in persist.load(path, name).items()}
             else:

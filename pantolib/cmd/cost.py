@@ -131,7 +131,9 @@ class _Key:
             listed = []
         self._files = listed + inputs
         every = persist.idents(self._files)
-        self.newest = max(map(max, map(itemgetter(4, 5), every)), default=None)   # the newest mtime or ctime
+        self.newest = max(map(itemgetter(4), every), default=None)    # the newest mtime or ctime
+        if self.newest is not None:                                    # (no pair made per file)
+            self.newest = max(self.newest, max(map(itemgetter(5), every)))
         ctx = ({k: v for k, v in args.items() if k != "FILE"}, os.path.abspath(path),
                every[:len(listed)] or None, today(), os.getcwd())
         self.idents = every[len(listed):]
@@ -139,7 +141,10 @@ class _Key:
 
     @property
     def stats(self):
-        return [st for _, st in self._files]
+        """(lazily: persist.recall looks at them one by one only when `newest` is racy)"""
+        from operator import itemgetter
+
+        return map(itemgetter(1), self._files)
 
 
 class _Run:

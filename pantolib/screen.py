@@ -21,6 +21,7 @@ from pantolib.terminal import BOLD, RESET
 # panto-send's live display marks thinking dim (ESC [2m ... ESC [0m); model text
 # reaches its display neutralized, so a colour code here is panto-send's own.
 _SGR_START = re.compile("\x1b(\\[[0-9;]*)?")
+_SGR = re.compile(terminal.SGR)
 # what a plumbing command says about a Ctrl-C: the REPL says it once, its own way
 _INTERRUPT_NOTE = re.compile(rb"(?m)^panto-[a-z]+: interrupted[^\n]*(\n|$)")
 # the advice of panto-send's messages for its own command line ('(raise --timeout)', '(compact
@@ -222,7 +223,7 @@ class LiveReply:
         if data and cut >= 0 and len(text) - cut < 12 and _SGR_START.fullmatch(text[cut:]):
             text, self.hold = text[:cut], text[cut:]   # maybe the start of a mark: wait for the rest
         pos = 0
-        for m in terminal.SGR.finditer(text):
+        for m in _SGR.finditer(text):
             if m.start() > pos:
                 self._show(text[pos:m.start()])
             codes = m.group(1).split(";")

@@ -7,21 +7,21 @@ are not secrets: hiding them would rewrite the user's text, so nothing is
 ever changed for them.
 """
 import os
-import re
 
 MIN_LEN = 16
 MARK = "[redacted]"
 FRAGMENT = 6             # a piece of a key this long, left at a cut, is hidden too
 KNOWN_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-_VAR = re.compile(r"(_API_KEY|_AUTH_TOKEN)$")
+_VAR_ENDS = ("_API_KEY", "_AUTH_TOKEN", "_API_KEY\n", "_AUTH_TOKEN\n")   # (as a regex's $ would take them)
 # Key prefixes a server may drop when it echoes a key back ("Incorrect API key: abc…").
 _PREFIXES = ("sk-ant-api03-", "sk-ant-", "sk-proj-", "sk-svcacct-", "sk-")
 # Text shaped like a key, hidden in what servers say (errors), never in the user's text.
-_KEYLIKE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*.]{16,}")
+# Every such text holds "k-": text without it is passed on without importing re.
+_KEYLIKE = r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*.]{16,}"
 
 
 def is_key_var(name):
-    return name in KNOWN_VARS or bool(_VAR.search(name))
+    return name in KNOWN_VARS or name.endswith(_VAR_ENDS)
 
 
 def is_secret(value):
@@ -89,8 +89,10 @@ def redact(text, keys, keylike=False):
     for k in keys:
         if k in text:
             text = text.replace(k, MARK)
-    if keylike:
-        text = _KEYLIKE.sub(MARK, text)
+    if keylike and "k-" in text:
+        import re
+
+        text = re.sub(_KEYLIKE, MARK, text)
     return text
 
 

@@ -1,4 +1,8 @@
 """The one rule for secrets and the one neutralizer for terminal text."""
+import re
+import subprocess
+import sys
+
 import pytest
 
 from pantolib import secrets, terminal
@@ -22,6 +26,33 @@ def test_keylike_text_only_on_request():
     text = "Incorrect API key provided: sk-abcd****************wxyz"
     assert secrets.redact(text, []) == text
     assert "sk-abcd" not in secrets.redact(text, [], keylike=True)
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "MY_API_KEY", "X_AUTH_TOKEN", "A_API_KEY\n", "B_AUTH_TOKEN\n",
+                                  "API_KEY", "MY_API_KEYS", "MY_API_KEY\n\n", "_API_KEY_", "HOME", "", "\n"])
+def test_a_key_variable_is_what_the_rule_says_without_a_regex(name):
+    """is_key_var ends with a suffix where the rule was the regex (_API_KEY|_AUTH_TOKEN)$,
+    whose $ also takes a last newline: the two agree."""
+    want = name in secrets.KNOWN_VARS or bool(re.search(r"(_API_KEY|_AUTH_TOKEN)$", name))
+    assert secrets.is_key_var(name) is want
+
+
+@pytest.mark.parametrize("text", ["plain words", "a rk-0123456789abcdef0123 key", "pk-0123456789abcdef*.-_x",
+                                  "ask-0123456789abcdef0123", "sk-short", "k-0123456789abcdef0123", ""])
+def test_keylike_text_is_found_only_where_the_pattern_is(text):
+    """Text without "k-" is passed on without the regex: the regex finds nothing there either."""
+    want = re.sub(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*.]{16,}", secrets.MARK, text)
+    assert secrets.redact(text, [], keylike=True) == want
+
+
+def test_plain_text_reaches_the_terminal_without_importing_re():
+    """The common case (printable text, a note with no key-like text) costs no
+    `import re`: a fresh interpreter shows it and redacts it, and re is not loaded."""
+    code = ("import sys\nfrom pantolib import secrets, terminal\n"
+            "t = terminal.visible_line(secrets.redact('panto-log: 3 sessions, caf\u00e9', ['x' * 16], keylike=True))\n"
+            "assert t == 'panto-log: 3 sessions, caf\u00e9', t\nprint('re' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out == "False\n"
 
 
 def test_url_credentials():

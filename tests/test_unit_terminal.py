@@ -34,6 +34,18 @@ def test_visible_shows_every_control_and_keeps_newline_and_tab(raw, want):
     assert terminal.visible(raw) == want
 
 
+def test_every_character_visible_shows_is_one_isprintable_refuses():
+    """visible() passes printable text on without its pattern: that is right only
+    if no character the pattern shows is printable. Checked over all of Unicode."""
+    import re
+
+    unsafe = re.compile(terminal._UNSAFE)
+    shown = [c for c in map(chr, range(0x110000)) if unsafe.match(c)]
+    assert len(shown) > 60 and not [c for c in shown if c.isprintable()]
+    for text in ("plain", "caf\u00e9 \U0001f600", "tab\there", "a\u200db", "x\u202ey"):
+        assert terminal.visible(text) == unsafe.sub(terminal._show, text)
+
+
 def test_visible_line_puts_everything_on_one_line():
     assert terminal.visible_line("a\nb\tc\x1bd") == "a b c^[d"
 

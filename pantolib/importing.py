@@ -111,11 +111,23 @@ def identity(st):
 
 
 def _crc_before(path, end):
+    """The CRC-32 of the TAIL bytes before `end` (fewer at the top); one pread,
+    no buffered file object (per source of a run: 2,000 of them took 66 ms
+    through open(), 25 ms so)."""
     import zlib
 
-    with open(path, "rb") as f:
-        f.seek(max(0, end - TAIL))
-        return zlib.crc32(f.read(min(end, TAIL)))
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        start = max(0, end - TAIL)
+        want, data = end - start, b""
+        while len(data) < want:
+            got = os.pread(fd, want - len(data), start + len(data))
+            if not got:
+                break
+            data += got
+        return zlib.crc32(data)
+    finally:
+        os.close(fd)
 
 
 def resume_point(source, rec, st):

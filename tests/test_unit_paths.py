@@ -71,6 +71,10 @@ def test_list_dir_and_all_dirs(tmp_path, monkeypatch):
     os.symlink(d / "missing", d / "dangling.jsonl")
     assert [(p, st.st_size) for p, st in paths.list_dir(str(d))] == [(str(d / "a.jsonl"), 1)]
     assert paths.list_dir(str(d / "a.jsonl")) == []
+    for name in ("z.jsonl", "m.jsonl", "b.jsonl", "y.jsonl"):      # made in no order: listed by name
+        (d / name).write_text("x")
+    assert [p for p, _ in paths.list_dir(str(d))] == [str(d / n) for n in ("a.jsonl", "b.jsonl", "m.jsonl", "y.jsonl",
+                                                                            "z.jsonl")]
     assert paths.all_dirs() == [str(d)]
     (tmp_path / "root2").write_text("")
     monkeypatch.setenv("PANTO_SESSION_DIR", str(tmp_path / "root2"))

@@ -325,6 +325,30 @@ def test_a_memo_whose_body_is_not_one_is_forgotten(isolated):
     assert persist.recall("m", k, [os.stat(persist.path("m"))]) is None     # no stamp: every file is racy
 
 
+def test_a_memo_keeps_its_output_as_bytes_after_its_length_and_a_bad_length_is_forgotten(isolated):
+    """A memo's body: the key's length and the key, (stamp, notes, status, the
+    output's length), then the output as it is, handed back as a view of what
+    was read. A length the body cannot hold, or fields of other types, make
+    no memo."""
+    import marshal
+
+    k = persist.key("k")
+    head = b"%d\n" % len(k) + k
+    assert persist.remember("m", k, persist.now(), b"\x00out\xff", ["n"], 3)
+    body = bytes(persist.read(persist.path("m"), "m"))
+    assert body == head + marshal.dumps((marshal.loads(body[len(head):])[0], ["n"], 3, 5), 0) + b"\x00out\xff"
+    got = persist.recall("m", k)
+    assert got == (b"\x00out\xff", ["n"], 3) and type(got[0]) is memoryview and got[0].readonly
+    fields = marshal.dumps((1, [], 0, 3), 0)
+    room = len(fields) + 3
+    for rest in ((1, [], 0, room + 1), (1, [], 0, -1), (1, [], 0, "3"), (1, [3], 0, 3), (1, [], "0", 3),
+                 (1, [], 0), (1, [], 0, 3, 4), [1, [], 0, 3]):
+        assert persist.write(persist.path("m"), "m", head + marshal.dumps(rest, 0) + b"out")
+        assert persist.recall("m", k) is None, rest
+    assert persist.write(persist.path("m"), "m", head + marshal.dumps((1, [], 0, room), 0) + b"out")
+    assert persist.recall("m", k) == (marshal.dumps((1, [], 0, room), 0) + b"out", [], 0)   # the whole rest: it fits
+
+
 def test_a_store_never_records_past_the_end_of_a_file(isolated, tmp_path):
     f = tmp_path / "log"
     f.write_bytes(b"x\n")

@@ -19,6 +19,7 @@ offsets, committed together with the records of the files synced since
 import os
 
 from pantolib import agents, paths, persist
+from pantolib.agents.common import blake2b
 from pantolib.errors import PantoError
 
 VERSION = 1
@@ -34,10 +35,7 @@ def _dir(env=None):
 
 
 def _record_path(source, env=None):
-    import hashlib
-
-    return os.path.join(_dir(env), hashlib.blake2b(source.encode("utf-8", "surrogateescape"),
-                                                   digest_size=16).hexdigest() + ".json")
+    return os.path.join(_dir(env), blake2b(source.encode("utf-8", "surrogateescape"), 16).hex() + ".json")
 
 
 def load(source, env=None):
@@ -287,10 +285,7 @@ class Billing:
 
     @staticmethod
     def _key(name):
-        import hashlib
-
-        return int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                              "big") >> 1
+        return int.from_bytes(blake2b(name.encode("utf-8", "surrogatepass"), 8), "big") >> 1
 
     def payers(self, billings, sid):
         """The session that paid for each response named in billings (sid

@@ -51,6 +51,19 @@ def claude_home(isolated, monkeypatch):
 
 # -- the helpers every agent module shares ------------------------------------------------
 
+def test_the_hash_of_ids_and_records_is_hashlibs_blake2b():
+    """Entry ids, record names and billing keys hash with BLAKE2b without
+    importing hashlib: the very digests hashlib's blake2b gives, so ids made
+    by earlier versions stay the same. A key's hash here is pinned too."""
+    import hashlib
+
+    for data in (b"", b"k", os.urandom(333), "caf\u00e9 \U0001f600".encode()):
+        for size in (8, 16, 64):
+            assert common.blake2b(data, size) == hashlib.blake2b(data, digest_size=size).digest()
+    assert common.key_hash("k") == int.from_bytes(hashlib.blake2b(b"k", digest_size=8).digest(), "big")
+    assert f"{common.key_hash('toolu_01A') >> 32:08x}" == hashlib.blake2b(b"toolu_01A", digest_size=8).hexdigest()[:8]
+
+
 def test_an_id_taken_by_another_key_in_an_earlier_run_moves_this_key_on():
     h = common.key_hash("k")
     other = ((h >> 32) << 32) | ((h + 1) & 0xffffffff)       # the same 8 hex digits, another key's

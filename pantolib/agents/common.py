@@ -18,12 +18,27 @@ def session_uuid(agent, source_id):
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{agent}:{s}"))
 
 
+_blake2b = None
+
+
+def blake2b(data, size):
+    """The BLAKE2b digest of data, `size` bytes long: hashlib's, without
+    importing hashlib, whose import loads OpenSSL to list algorithms panto
+    does not use (~4 ms of an import run's start). hashlib.blake2b is this
+    very type, CPython's _blake2 (hashlib's import, where it is missing)."""
+    global _blake2b
+    if _blake2b is None:
+        try:
+            from _blake2 import blake2b as _blake2b
+        except ImportError:
+            from hashlib import blake2b as _blake2b
+    return _blake2b(data, digest_size=size).digest()
+
+
 def key_hash(key, n=0):
     """A 64-bit hash of a key (n > 0: of the key's n-th other name, after a collision)."""
-    import hashlib
-
     data = (key if n == 0 else f"{key}#{n}").encode("utf-8", "surrogatepass")
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+    return int.from_bytes(blake2b(data, 8), "big")
 
 
 class Ids:

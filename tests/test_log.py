@@ -1040,6 +1040,40 @@ def test_the_index_cache_is_private(isolated):
     assert b"more" not in read(files[0]) and b"question" not in read(files[0])   # no message text
 
 
+def test_a_replay_stamps_again_a_cache_it_had_to_check_by_content(isolated):
+    """An index cache checked by content (the file's identity moved since it
+    was saved, as it does when append saves it within a timestamp tick of its
+    last write) and found true of the whole file is saved again by a plain
+    replay, stamped before it looked: the next reader believes it on the
+    file's identity. A cache that covers less than the file is left as it is."""
+    from pantolib import index, persist
+
+    f = session_file(isolated, turns=2)
+    ok(log("append", f, input=msg("e0000001", "0001bbbb", "user", "more")))
+    os.utime(f)                        # the identity moves (its ctime is now), the bytes do not
+    moved = os.stat(f).st_ctime_ns
+    while time.time_ns() <= moved + persist.FINE:     # a stamp taken from now on is not racy
+        time.sleep(0.005)
+
+    def checked():
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            got = index.load(f, fd, os.fstat(fd))
+            return None if got is None else got["checked"]
+        finally:
+            os.close(fd)
+
+    assert checked() is True
+    assert ok(log("replay", f)).stdout == read(f)
+    assert checked() is False
+    with open(f, "ab") as fh:          # a line the cache does not cover: read, and the cache left as it was
+        fh.write(msg("e0000002", "e0000001", "user", "again"))
+    [cache] = _index_files()
+    before = read(cache)
+    assert ok(log("replay", f)).stdout == read(f)
+    assert read(cache) == before and checked() is True
+
+
 def _cut(f, data):
     """Cut the file shorter in place (same inode), at a line boundary."""
     keep = b"".join(split_lines(data)[:-3])

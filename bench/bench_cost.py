@@ -12,8 +12,9 @@ than ccusage 20 (`pi session --json --offline` on the same files): at most
 0.05x of ccusage's when nothing changed and at most 0.1x when one session
 has grown by a turn since (the targets as SPEC §10 restates them from the
 floors measured: orjson's parse of the priced lines alone is ~0.65x of
-ccusage's time on two cores). Each pair runs side by side, --repeat times (3): the ratios are
-printed as best, median and worst. The sums are checked to agree with jq
+ccusage's time on two cores). Each pair runs side by side, --repeat times
+(3): the ratios are printed as best, median and worst, and the median is
+held to the target. The sums are checked to agree with jq
 (tokens exactly, dollars to float precision, which is all jq has) and the
 token counts with ccusage's. Peak memory is each command's own maximum
 resident set (GNU time, when installed), for the whole tree and for an
@@ -182,7 +183,11 @@ FIRST, NOTHING, GROWN = 1.0, 0.05, 0.1     # of ccusage's time (SPEC §10)
 
 
 def verdict(ratios, target):
-    return f"{spread(ratios)}  target <= {target}x: {'ok' if max(ratios) <= target else 'MISSES'}"
+    """The spread, and whether the median meets the target (the median of the
+    side-by-side runs is the figure the targets are set on; best and worst
+    show the noise around it)."""
+    median = sorted(ratios)[len(ratios) // 2]
+    return f"{spread(ratios)}  target <= {target}x (median): {'ok' if median <= target else 'MISSES'}"
 
 
 def append_turn(path, n):

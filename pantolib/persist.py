@@ -2,11 +2,11 @@
 
 Every cache and memo lives here: the listing (ls-cache), the token sums of
 each file (cost-cache), the remembered reports, their parts and parses (*.memo), the
-context index of each session file (index/*.idx), the fields servers refused
-(refused, in the state directory) and the import offsets (`Store`). A cache
-only ever costs or saves time: one that is missing, not whole, of other code,
-or not ours is read as empty and written anew; one that cannot be written
-only costs speed.
+context index of each session file (index/HASH), the fields servers refused
+(refused, in the state directory) and the import's record of each source
+(importing.py, in the state directory). A cache only ever costs or saves
+time: one that is missing, not whole, of other code, or not ours is read as
+empty and written anew; one that cannot be written only costs speed.
 
 The format. A first line
 
@@ -347,59 +347,3 @@ def remember(name, k, stamp, out, notes, status, env=None):
 def _memo_head(k):
     """What a memo's body begins with: the key's length, then the key."""
     return b"%d\n" % len(k) + k
-
-
-# -- a record per source file (import offsets) -----------------------------------------------
-
-class Store:
-    """Records about files read up to an offset, kept in the cache `name`: for
-    each file (by absolute path) its identity, the offset, the CRC-32 of the
-    range before it, and an opaque JSON state.
-
-        store = persist.Store("import-offsets")     # before the files are stat'ed or read
-        got = store.get(path, fd)        # (offset, state), or None: read from 0
-        ...read from offset on, through fd...
-        store.put(path, fd, offset, state)   # offset: the end of the last whole line taken
-        store.save()                     # one atomic write, only if something changed
-
-    get() answers only while the file open as fd still holds the bytes the
-    record covered (same identity and not racy, else `covers`: same device and
-    inode, not shorter, and the same CRC-32 of [0, offset)). use=False (the
-    --no-cache of a command) neither reads nor writes the file."""
-
-    def __init__(self, name, env=None, use=True, limit=LIMIT):
-        self.name, self.use, self.file = name, use, path(name, env)
-        self.stamp, self.changed = now(), False
-        got = load(self.file, name, limit) if use else None
-        self.records = got if type(got) is dict else {}
-        self.checked = {}     # path: (offset, CRC) that get() found true of the file this run
-
-    def get(self, file, fd):
-        rec = self.records.get(os.path.abspath(file))
-        if type(rec) is not list or len(rec) != 5:
-            return None
-        kept, stamp, offset, value, state = rec
-        st = os.fstat(fd)
-        if not ((fresh(kept, stamp, st) and type(offset) is int and type(value) is int and offset <= st.st_size)
-                or covers(fd, st, kept, offset, value)):
-            return None
-        self.checked[os.path.abspath(file)] = (offset, value)
-        return offset, state
-
-    def put(self, file, fd, offset, state):
-        if not self.use:
-            return
-        key, st = os.path.abspath(file), os.fstat(fd)
-        start, value = self.checked.get(key, (0, 0))
-        if start > offset:
-            start, value = 0, 0
-        value = crc(fd, offset, start, value)     # after what get() checked, only the new bytes are read
-        if value is None:
-            return
-        self.records[key] = [ident(st), self.stamp, offset, value, state]
-        self.changed = True
-
-    def save(self):
-        if self.use and self.changed:
-            save(self.file, self.name, self.records)
-            self.changed = False

@@ -269,49 +269,6 @@ def test_covers_finds_an_edit_anywhere_before_the_offset(tmp_path):
         os.close(fd)
 
 
-def test_a_store_keeps_a_record_per_file(isolated, tmp_path):
-    f = tmp_path / "log.jsonl"
-    f.write_bytes(b'{"a": 1}\n{"a": 2}\n')
-    store = persist.Store("offsets")
-    fd = os.open(f, os.O_RDONLY)
-    try:
-        assert store.get(str(f), fd) is None
-        store.put(str(f), fd, 9, {"seen": 1})
-        store.save()
-    finally:
-        os.close(fd)
-    with open(f, "ab") as w:
-        w.write(b'{"a": 3}\n')
-    again = persist.Store("offsets")
-    fd = os.open(f, os.O_RDONLY)
-    try:
-        assert again.get(str(f), fd) == (9, {"seen": 1})
-        again.put(str(f), fd, 27, {"seen": 3})
-        assert again.get(str(f), fd) == (27, {"seen": 3})
-        again.save()
-    finally:
-        os.close(fd)
-    data = f.read_bytes()
-    with open(f, "r+b") as w:                       # an edit before the offset: forgotten
-        w.write(b'{"b"')
-    fd = os.open(f, os.O_RDONLY)
-    try:
-        assert persist.Store("offsets").get(str(f), fd) is None
-        assert persist.Store("offsets", use=False).get(str(f), fd) is None
-    finally:
-        os.close(fd)
-    f.write_bytes(data)
-    os.unlink(persist.path("offsets"))
-    nothing = persist.Store("offsets", use=False)
-    fd = os.open(f, os.O_RDONLY)
-    try:
-        nothing.put(str(f), fd, 9, None)
-        nothing.save()
-    finally:
-        os.close(fd)
-    assert not os.path.exists(persist.path("offsets"))
-
-
 def test_a_memo_whose_body_is_not_one_is_forgotten(isolated):
     import marshal
 
@@ -347,19 +304,3 @@ def test_a_memo_keeps_its_output_as_bytes_after_its_length_and_a_bad_length_is_f
         assert persist.recall("m", k) is None, rest
     assert persist.write(persist.path("m"), "m", head + marshal.dumps((1, [], 0, room), 0) + b"out")
     assert persist.recall("m", k) == (marshal.dumps((1, [], 0, room), 0) + b"out", [], 0)   # the whole rest: it fits
-
-
-def test_a_store_never_records_past_the_end_of_a_file(isolated, tmp_path):
-    f = tmp_path / "log"
-    f.write_bytes(b"x\n")
-    store = persist.Store("s")
-    fd = os.open(f, os.O_RDONLY)
-    try:
-        store.put(str(f), fd, 10, None)          # beyond the file: nothing to check it by
-        assert store.records == {} and not store.changed
-        store.put(str(f), fd, 2, "s")
-        assert store.get(str(f), fd) == (2, "s")
-        store.put(str(f), fd, 0, "t")            # back to the start: the CRC starts again
-        assert store.get(str(f), fd) == (0, "t")
-    finally:
-        os.close(fd)

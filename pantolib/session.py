@@ -255,11 +255,13 @@ def read_indexed(path, fd, fix=True, env=None, cached=True, ids=True, known=None
     """The file open as fd, scanned and (fix) its torn tail cut, from the
     index cache's offset when a cache entry may be used, else from the top:
     a FileState with nodes. The caller holds fd's exclusive flock when fix.
-    r.fresh tells whether the cache wants saving (something was read, or
-    its entry had to be checked by content). cached=False: not from the cache.
-    ids=False: the lines read are not taken into r.ids (a reader that only
-    prints the file keeps constant memory beyond what the cache holds).
-    known: scan's."""
+    r.fresh tells whether the cache wants saving, and r holds what it
+    needs: something was read into r.ids, or the cache covers the whole
+    file and its entry had to be checked by content (saved again, stamped
+    now, it is believed on identity next time). cached=False: not from the
+    cache. ids=False: the lines read are not taken into r.ids (a reader
+    that only prints the file keeps constant memory beyond what the cache
+    holds), so what they add is never saved. known: scan's."""
     stamp = persist.now()       # before the fstat: git's racy rule (persist.racy)
     st = os.fstat(fd)
     cover = index.load(path, fd, st, env) if cached else None
@@ -275,7 +277,7 @@ def read_indexed(path, fd, fix=True, env=None, cached=True, ids=True, known=None
             r.seen = (stamp, persist.ident(st))
             return r
         r = recover(path, fd, r, start=r.end, lineno=r.end_line, fix=fix, ids=ids, known=known)
-    r.fresh = True
+    r.fresh = ids        # lines read but not kept: nothing the cache could be saved from
     r.seen = (stamp, persist.ident(st)) if r.size == st.st_size and not r.cut else None
     return r
 

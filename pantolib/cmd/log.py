@@ -161,13 +161,13 @@ def replay(arg, no_repair, at=None, skip_bad=False):
     # cache written for them (a replay's first read costs what it did). A
     # cache that covers the whole file but had to be checked by content
     # (the last append wrote it within a timestamp tick of the file's last
-    # change) is saved again, stamped now, before the copy: the commands
-    # that read it next (the append at the end of this pipeline) believe
-    # it on the file's identity instead of reading the whole file again.
+    # change) is saved again (r.fresh), stamped now, before the copy: the
+    # commands that read it next (the append at the end of this pipeline)
+    # believe it on the file's identity instead of reading the whole file.
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         r = session.read_indexed(path, fd, fix=False, ids=False, known=kept[0] if kept else None)
-        if r.fresh and r.seen is not None and r.sum is not None and r.sum[0] == r.end == r.size:
+        if r.fresh:
             from pantolib import index
 
             index.save(path, fd, r)

@@ -388,18 +388,20 @@ class Summary:
 IN_FLIGHT = 8      # sessions whose sync runs while the next sources are read
 COMMIT_EVERY = 256  # synced sessions whose billing is committed (and records saved) together
 FEW = 2            # an agent with no more sources changed than this syncs them without the pool
+AHEAD = 4 << 20    # a file read ahead by a worker is at most this big (a bigger one is read here, as it goes)
 
 
 def everything(names, dry_run, verbose, warn, env=None):
     """Import every source of the named agents (all when empty); the summary.
 
-    Sources are read one after the other (in each agent's order: copies are
-    billed in it); each session file's single sync runs in a small pool of
-    threads while the next sources are read, so that the disk's waits
-    overlap. A source's record is saved once its file is synced; the
-    directories of new files are synced once each at the end (a record whose
-    file did not survive a power loss finds it missing and reads the source
-    again from the top)."""
+    Sources are taken one after the other (in each agent's order: copies are
+    billed in it); when there are many, worker processes read them ahead
+    (jobs.ordered: _take), else each is read as it is taken. Each session
+    file's single sync runs in a small pool of threads while the next
+    sources are taken, so that the disk's waits overlap. A source's record
+    is saved once its file is synced; the directories of new files are
+    synced once each at the end (a record whose file did not survive a
+    power loss finds it missing and reads the source again from the top)."""
     env = os.environ if env is None else env
     for name in names:
         if name not in agents.AGENTS:
@@ -410,6 +412,7 @@ def everything(names, dry_run, verbose, warn, env=None):
     billing = Billing(env)
     run = _Run(env, summary, index, warn, billing)
     try:
+        todo = []       # (mod, source, stat, few): the sources changed, agent by agent, each in its order
         for name, mod in available(names or agents.AGENTS):
             try:
                 found = mod.find(env) if hasattr(mod, "find") else mod.sources(env)
@@ -434,15 +437,29 @@ def everything(names, dry_run, verbose, warn, env=None):
             if hasattr(mod, "order") and len(changed) > 1:
                 stats = dict(changed)
                 changed = [(s, stats[s]) for s in mod.order(list(stats))]
-            for source, st in changed:
+            few = len(changed) <= FEW
+            todo += [(mod, source, st, few) for source, st in changed]
+        # Files are read ahead in worker processes (forked here, before the pool
+        # has a thread), this process taking each one's entries in order.
+        from pantolib import jobs
+
+        sizes = [st.st_size if "#" not in source else AHEAD + 1 for _, source, st, _ in todo]
+        ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], env), sizes, AHEAD)
+        try:
+            for i, ok, value in ahead:
+                mod, source, st, few = todo[i]
                 try:
-                    job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
+                    if ok is False:
+                        raise value
+                    job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env, value)
                 except (PantoError, OSError) as e:
                     warn(why(source, e))
                     summary.failed += 1
                     continue
                 if job is not None:
-                    run.submit(source, st, job, few=len(changed) <= FEW)
+                    run.submit(source, st, job, few=few)
+        finally:
+            ahead.close()
         run.wait()
     finally:
         run.close()
@@ -583,19 +600,63 @@ class _Job:
                 "state": self.reader.state, "session": self.target, "sid": self.sid}
 
 
-def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env):
-    """Read one source on from its remembered offset into a Batch (nothing
-    synced yet); the _Job that finishes it, or None (a dry run)."""
-    from pantolib import session, stream
-
+def _begin(mod, source, st, env):
+    """Where a source is read on from: (start, its session file or None, its
+    session id or None, the reader)."""
     rec = load(source, env)
     start, state = resume_point(source, rec, st)
     target = rec.get("session") if rec and start else None
     if start and not (isinstance(target, str) and os.path.lexists(target)):
         start, state, target = 0, None, None      # the panto file is gone: make it again
-    reader = mod.Reader(source, start, state)
-    batch = None
     sid = rec.get("sid") if rec and start else None
+    return start, target, sid, mod.Reader(source, start, state)
+
+
+def _lines(reader):
+    """A reader's entries as _read_source takes them: (line or None, entry or
+    None, id (None: the session header), whether an assistant message (when
+    there is no entry), who may have paid for it (_billing) or None)."""
+    for obj in reader:
+        if obj.get("type") == "session":
+            yield None, obj, None, False, None
+        else:
+            yield None, obj, obj["id"], False, obj.pop("_billing", None)
+
+
+def _take(mod, source, st, env):
+    """In a worker: one source read whole, its entries written as lines
+    (plain values only: _read_source takes them as _lines gives them)."""
+    from pantolib import stream
+
+    start, target, sid, reader = _begin(mod, source, st, env)
+    lines = []
+    for _, obj, eid, _, b in _lines(reader):
+        lines.append((stream.dumps(obj), None, eid, stream.is_assistant(obj), b))
+    return start, target, sid, lines, reader.end, reader.state, reader.skipped, reader.bad
+
+
+class _Taken:
+    """What the reader of a source a worker read (_take) ended with."""
+
+    def __init__(self, end, state, skipped, bad):
+        self.end, self.state, self.skipped, self.bad = end, state, skipped, bad
+
+
+def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env, taken=None):
+    """Read one source on from its remembered offset into a Batch (nothing
+    synced yet); the _Job that finishes it, or None (a dry run). taken: what
+    a worker read of it (_take), else it is read here."""
+    import orjson
+
+    from pantolib import session, stream
+
+    if taken is None:
+        start, target, sid, reader = _begin(mod, source, st, env)
+        lines = _lines(reader)
+    else:
+        start, target, sid, lines, *rest = taken
+        reader = _Taken(*rest)
+    batch = None
     added = 0
     existed = start > 0
     held, billed = [], []       # entries waiting for who paid for their responses (asked together)
@@ -603,38 +664,43 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env)
     def let_go():
         nonlocal added
         payers = billing.payers([b for _, b in billed], sid) if billed else ()
-        for (obj, _), payer in zip(billed, payers):
+        for (k, _), payer in zip(billed, payers):
             if payer != sid:
+                entry = held[k]
+                obj = entry[1] if entry[1] is not None else orjson.loads(entry[0])
                 obj.pop("usage", None)
                 if type(obj.get("message")) is dict:
                     obj["message"].pop("usage", None)
                 obj["billedIn"] = payer
-        for obj in held:
-            if batch.add(stream.dumps(obj), obj):
+                entry[0], entry[1] = None, obj
+        for raw, obj, eid, assistant in held:
+            if batch.add(raw if raw is not None else stream.dumps(obj), obj, eid, assistant):
                 added += 1
         held.clear()
         billed.clear()
 
     try:
-        for obj in reader:
-            if obj.get("type") == "session":
+        for raw, obj, eid, assistant, b in lines:
+            if eid is None:                 # the session header
+                if obj is None:
+                    obj = orjson.loads(raw)
                 sid = obj["id"]
                 target = paths.session_path(obj, env)
                 existed = os.path.lexists(target)
                 if not dry_run:
-                    batch = session.Batch(target, obj, stream.dumps(obj), env=env, warn=warn, sync_dir=False)
+                    batch = session.Batch(target, obj, raw if raw is not None else stream.dumps(obj), env=env,
+                                          warn=warn, sync_dir=False)
                 continue
             if batch is None and not dry_run:
                 if target is None:
                     raise PantoError("the source gave entries before its session header")
                 batch = session.Batch(target, None, None, env=env, warn=warn, sync_dir=False)
-            b = obj.pop("_billing", None)
             if dry_run:
                 added += 1
                 continue
-            held.append(obj)
+            held.append([raw, obj, eid, assistant])
             if b is not None and sid is not None:
-                billed.append((obj, b))
+                billed.append((len(held) - 1, b))
                 if len(billed) >= 256:
                     let_go()
             elif not billed:

@@ -16,6 +16,11 @@ writes the caches. An item a worker did not answer (it crashed, was killed,
 or its result could not be sent) is simply missing: the caller reads that
 file itself, as it would have without workers.
 
+`panto-log import --all` reads its sources with `ordered`: the same workers,
+each taking the next run of consecutive sources, while the caller takes
+their answers in the sources' order and writes the sessions (it bills the
+copies of a response in that order) as they read on.
+
 PANTO_JOBS=N: N workers (at most one per item, and at most MAX_PER_CPU per
 CPU: more only share the same cores, each one a forked process), whatever the
 amount of work; 1: never. Unset, empty or anything else: decided as above.
@@ -59,18 +64,69 @@ def run(items, fn, sizes):
     n = workers(len(items), sum(sizes))
     if n <= 1 or not hasattr(os, "fork"):
         return {}
-    batches = _batches(sizes, n)
-    import selectors
-    import sys
-
-    for stream in (sys.stdout, sys.stderr):   # nothing buffered is written twice
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
-    pids, pipes, done = [], {}, {}
-    todo = _todo(len(batches))
+    pool = _Pool(items, fn, _batches(sizes, n))
     try:
+        pool.start(n)
+        while pool.poll():
+            pass
+    finally:
+        pool.close()
+    return pool.done
+
+
+def ordered(items, fn, sizes, most, n=None):
+    """(index, ok, value) for each item in the items' order, as run says
+    (ok: True, or False with the exception), while the workers go on with
+    the items after it: the caller works on one item as they read the next.
+    ok is None for an item no worker answered (larger than `most` bytes, or
+    its worker is gone): the caller does that one itself. The items are cut
+    into runs of consecutive ones, taken in order, so what waits in memory
+    is about a run per worker (a worker whose answers are not taken blocks
+    on its pipe). n: the workers (by default as `workers` decides; <= 1, or
+    no fork: every item is None's). Close the generator when done with it
+    early: that ends the workers."""
+    if n is None:
+        n = workers(len(items), sum(s for s in sizes if s <= most))
+    if n <= 1 or not hasattr(os, "fork"):
+        for i in range(len(items)):
+            yield i, None, None
+        return
+    batches = _runs(sizes, n, most)
+    run_of = {i: k for k, batch in enumerate(batches) for i in batch}
+    pool = _Pool(items, fn, batches)
+    try:
+        pool.start(n)
+        done, alive = pool.done, True
+        for i in range(len(items)):
+            k = run_of.get(i)
+            while alive and k is not None and i not in done and not pool.lost(k):
+                alive = pool.poll()
+            ok, value = done.pop(i, (None, None))
+            yield i, ok, value
+    finally:
+        pool.close()
+
+
+class _Pool:
+    """The worker processes of one run and the answers they sent (`done`)."""
+
+    def __init__(self, items, fn, batches):
+        self.items, self.fn, self.batches = items, fn, batches
+        self.pids, self.pipes, self.done = [], {}, {}
+        self.owner, self.ended = {}, set()    # batch -> the pipe of the worker that took it; pipes at their end
+        self.todo = self.selector = None
+        self.chunk = bytearray(1 << 20)
+
+    def start(self, n):
+        import selectors
+        import sys
+
+        for stream in (sys.stdout, sys.stderr):   # nothing buffered is written twice
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        self.todo = _todo(len(self.batches))
         for _ in range(n):
             # No signal between the fork and the worker counted: one that comes
             # meanwhile is taken once the parent knows its worker (and the child
@@ -84,58 +140,81 @@ def run(items, fn, sizes):
                     os.close(w)
                     break     # fewer workers: the parent reads what no worker answers
                 if pid == 0:
-                    _worker(w, todo, [r, *pipes], batches, items, fn)
-                pids.append(pid)
+                    _worker(w, self.todo, [r, *self.pipes], self.batches, self.items, self.fn)
+                self.pids.append(pid)
                 os.close(w)
-                pipes[r] = bytearray()
-        os.close(todo)
-        todo = None
-        selector = selectors.DefaultSelector()
-        for r in pipes:
-            selector.register(r, selectors.EVENT_READ)
-        while selector.get_map():
-            for key, _ in selector.select():
-                r = key.fd
-                chunk = os.read(r, 1 << 20)
-                if not chunk:
-                    selector.unregister(r)
-                    continue
-                buf = pipes[r]
-                buf += chunk
-                at = 0
+                self.pipes[r] = bytearray()
+        os.close(self.todo)
+        self.todo = None
+        self.selector = selectors.DefaultSelector()
+        for r in self.pipes:
+            self.selector.register(r, selectors.EVENT_READ)
+
+    def poll(self):
+        """Wait for answers and take those that came; False once every worker is done."""
+        if not self.selector.get_map():
+            return False
+        for key, _ in self.selector.select():
+            r = key.fd
+            n = os.readv(r, [self.chunk])     # into one buffer: no new 1 MiB object per read
+            if not n:
+                self.selector.unregister(r)
+                self.ended.add(r)
+                continue
+            buf = self.pipes[r]
+            with memoryview(self.chunk) as chunk:
+                buf += chunk[:n]
+            at = 0
+            view = memoryview(buf)     # each answer read where it lies, not copied out first
+            try:
                 while len(buf) - at >= 8:
-                    size = int.from_bytes(buf[at:at + 8], "little")
+                    size = int.from_bytes(view[at:at + 8], "little")
                     if len(buf) - at - 8 < size:
                         break
                     try:
-                        i, ok, value = _unpack(buf[at + 8:at + 8 + size])
-                        done[i] = (ok, value)
+                        i, ok, value = _unpack(view[at + 8:at + 8 + size])
+                        if i < 0:
+                            self.owner[-1 - i] = r
+                        else:
+                            self.done[i] = (ok, value)
                     except Exception:
-                        pass   # not understood: the parent reads that file itself
+                        pass   # not understood: the parent does that item itself
                     at += 8 + size
-                del buf[:at]
-        selector.close()
-    finally:
-        if todo is not None:
-            os.close(todo)
-        for r in pipes:
+            finally:
+                view.release()
+            del buf[:at]
+        return True
+
+    def lost(self, k):
+        """Whether batch k's worker has ended: what it did not answer never will be."""
+        r = self.owner.get(k)
+        return r is not None and r in self.ended
+
+    def close(self):
+        if self.selector is not None:
+            self.selector.close()
+        if self.todo is not None:
+            os.close(self.todo)
+        for r in self.pipes:
             os.close(r)
-        for pid in pids:
+        self.pipes = {}
+        for pid in self.pids:
             try:
                 os.kill(pid, signals.TERM)   # already gone, unless the parent is interrupted
             except OSError:
                 pass
-        for pid in pids:
+        for pid in self.pids:
             try:
                 os.waitpid(pid, 0)
             except (OSError, ChildProcessError):
                 pass
-    return done
+        self.pids = []
 
 
 BATCHES_PER_WORKER = 32
 MAX_BATCHES = 1024   # their numbers (4 bytes each) fit in any pipe's buffer
 SEND = 1 << 16       # a worker's answers are written in pieces of about this much
+RUN = 4 << 20        # ordered: the bytes of a run of items, at most (unless there are very many)
 
 
 def _batches(sizes, n):
@@ -149,6 +228,27 @@ def _batches(sizes, n):
     for i in order:
         batch.append(i)
         size += cost[i]
+        if size >= want:
+            batches.append(batch)
+            batch, size = [], 0
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def _runs(sizes, n, most):
+    """The indices of the items of at most `most` bytes, in order, cut into runs
+    of consecutive items of about equal bytes: about BATCHES_PER_WORKER for
+    each of n workers, none much more than RUN bytes (what waits in memory)."""
+    cost = [size + 4096 if size <= most else 0 for size in sizes]
+    total = sum(cost)
+    want = max(1, -(-total // (MAX_BATCHES - 1)), min(-(-total // (n * BATCHES_PER_WORKER)), RUN))
+    batches, batch, size = [], [], 0
+    for i, c in enumerate(cost):
+        if not c:
+            continue
+        batch.append(i)
+        size += c
         if size >= want:
             batches.append(batch)
             batch, size = [], 0
@@ -184,6 +284,7 @@ def _pack(message):
 
 
 def _unpack(data):
+    """The message of _pack's bytes (or a memoryview of them)."""
     if data[:1] == b"m":
         return marshal.loads(data[1:])
     import pickle
@@ -205,7 +306,10 @@ def _worker(w, todo, others, batches, items, fn):
             token = os.read(todo, 4)   # one read takes one whole number: the pipe holds nothing else
             if len(token) < 4:
                 break
-            for i in batches[int.from_bytes(token, "little")]:
+            k = int.from_bytes(token, "little")
+            data = _pack((-1 - k, None, None))     # "batch k is mine", said at once: if this worker
+            write_all(w, len(data).to_bytes(8, "little") + data)   # dies, its parent knows what is lost
+            for i in batches[k]:
                 try:
                     message = (i, True, fn(items[i]))
                 except Exception as e:

@@ -722,22 +722,26 @@ class Batch:
     def has(self, entry_id):
         return entry_id in self.ids or (self.file is not None and entry_id in self.file.ids)
 
-    def add(self, raw, obj):
-        """One entry's line (bytes with its line feed); False when the session has it."""
-        eid = obj["id"]
+    def add(self, raw, obj, eid=None, assistant=False):
+        """One entry's line (bytes with its line feed) and the entry; False
+        when the session has it. obj None: the entry's id and whether it is an
+        assistant message are given, and the line is parsed if need be."""
+        if obj is not None:
+            eid = obj["id"]
         if self.has(eid):
             return False
         if self.file is None:
             self.ids.add(eid)
             self.pending.append(raw)
             self.pending_size += len(raw)
-            self.assistant = self.assistant or stream.is_assistant(obj)
+            self.assistant = self.assistant or (assistant if obj is None else stream.is_assistant(obj))
             if self.assistant and self.pending_size > self.LIMIT:
                 self._create()
             return True
         f = self.file
         if not self.lean:
-            f.ids[eid] = index.node(obj, f.size + self.buf_size, f.size + self.buf_size + len(raw))
+            f.ids[eid] = index.node(obj if obj is not None else orjson.loads(raw), f.size + self.buf_size,
+                                    f.size + self.buf_size + len(raw))
         f.leaf = eid
         self.buf.append(raw)
         self.buf_size += len(raw)

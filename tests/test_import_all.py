@@ -186,14 +186,17 @@ def _codex_sessions(home, count):
         write(cx_path(home, sid, day=f"2025/09/{1 + i % 3:02d}"), cx_session(sid, n=25))
 
 
-@pytest.mark.parametrize("agents,kill_after", [("claude-code", 0), ("claude-code", 1), ("claude-code", 7),
-                                                ("claude-code", 19), ("claude-code", 33),
-                                                ("codex", 1), ("codex", 17), ("codex", 33),
-                                                ("both", 5), ("both", 29)])
+@pytest.mark.parametrize("agents,kill_after,jobs", [("claude-code", 0, ""), ("claude-code", 1, ""),
+                                                     ("claude-code", 7, ""), ("claude-code", 19, ""),
+                                                     ("claude-code", 33, ""), ("codex", 1, ""), ("codex", 17, ""),
+                                                     ("codex", 33, ""), ("both", 5, ""), ("both", 29, ""),
+                                                     ("claude-code", 0, "2"), ("claude-code", 13, "2"),
+                                                     ("both", 23, "2")])
 def test_kill_9_at_any_moment_then_a_clean_run_leaves_every_session_whole(agents_home, tmp_path, agents,
-                                                                          kill_after):
+                                                                          kill_after, jobs):
     """Killed once the Nth session file exists (0: as soon as it starts), then
-    run again: the files are byte for byte those of a run never killed."""
+    run again: the files are byte for byte those of a run never killed. jobs
+    "2": the killed run reads its sources in two worker processes."""
     if agents == "claude-code":
         _claude_sessions(agents_home, 40)
     elif agents == "codex":
@@ -208,7 +211,7 @@ def test_kill_9_at_any_moment_then_a_clean_run_leaves_every_session_whole(agents
                 snapshot(ref["PANTO_SESSION_DIR"]).items()}
     assert len(expected) == 40
     root = env["PANTO_SESSION_DIR"]
-    proc = _start(env)
+    proc = _start(dict(env, PANTO_JOBS=jobs))
     while proc.poll() is None and _count_files(root) < kill_after:
         pass                                  # watch the files, not the clock
     proc.send_signal(signal.SIGKILL)
@@ -220,6 +223,52 @@ def test_kill_9_at_any_moment_then_a_clean_run_leaves_every_session_whole(agents
            if not os.path.basename(p).startswith(".")}
     assert got == expected
     assert run_all(env=env).endswith("(0 new, 0 grown, 40 unchanged), added 0 entries")
+
+
+def test_sources_read_ahead_in_worker_processes_make_the_same_sessions(agents_home, tmp_path):
+    """PANTO_JOBS=2 (sources read by forked workers, taken in order) against
+    PANTO_JOBS=1 on the same sources: the same session files byte for byte,
+    the same lines on stderr, first with copies billed across files, a
+    malformed line, a sub-agent and a file too big to be read ahead, then
+    with some grown, then with nothing changed."""
+    from pantolib import importing
+
+    _claude_sessions(agents_home, 40)
+    _codex_sessions(agents_home, 12)
+    sub = os.path.join(os.path.dirname(cc_path(agents_home)), CC_SID, "subagents", "agent-abc.jsonl")
+    write(sub, [cc_user("s1", None, "task", ts="2025-06-01T12:00:00.000Z", isSidechain=True, agentId="abc"),
+                cc_assistant("s2", "s1", "msg_00000000_0", [cc_text("answer 0")], cc_usage(101, 21, 7),
+                             ts="2025-06-01T12:00:01.000Z", rid="req_other", isSidechain=True, agentId="abc")])
+    big = cc_session(B_SID, n=1)
+    big[0]["message"]["content"] = "x" * (importing.AHEAD + 1000)
+    write(cc_path(agents_home, B_SID), big)
+    with open(cc_path(agents_home, "00000003-2222-4333-8444-555555555555", "-home-u-p0"), "ab") as f:
+        f.write(b'{"type": "user", "message": \n')
+    envs = {n: dict(os.environ, PANTO_JOBS=str(n), PANTO_SESSION_DIR=str(tmp_path / f"s{n}"),
+                    XDG_STATE_HOME=str(tmp_path / f"state{n}")) for n in (1, 2)}
+
+    def both(*extra):
+        out = {}
+        for n, env in envs.items():
+            p = log("import", "--all", "-v", *extra, env=env)
+            assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
+            root = env["PANTO_SESSION_DIR"]
+            out[n] = (p.stderr.decode(), {os.path.relpath(q, root): b for q, (b, _, _) in snapshot(root).items()})
+        assert out[1] == out[2]
+        return out[1]
+
+    err, files = both()
+    assert "54 sessions (54 new" in err and "malformed line" in err and len(files) == 54
+    assert sum(b.count(b'"billedIn"') for b in files.values()) == 8 + 1
+    for i in (3, 7, 8):
+        sid = f"{i:08x}-2222-4333-8444-555555555555"
+        more = cc_session(sid, n=2, start=25, cwd=f"/home/u/p{i % 3}")
+        more[0]["parentUuid"] = f"{sid[:8]}-b24"
+        write(cc_path(agents_home, sid, f"-home-u-p{i % 3}"), more, mode="ab")
+    err, _ = both()
+    assert "(0 new, 3 grown, 51 unchanged), added 12 entries" in err
+    err, _ = both()
+    assert "(0 new, 0 grown, 54 unchanged), added 0 entries" in err
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")

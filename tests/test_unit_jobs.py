@@ -118,3 +118,77 @@ def test_answers_of_plain_values_and_of_objects_come_back_alike(monkeypatch):
     done = jobs.run(list(range(len(values))), lambda i: values[i], [1] * len(values))
     assert {i: got for i, got in done.items() if i != 1} == {i: (True, v) for i, v in enumerate(values) if i != 1}
     assert done[1][0] and isinstance(done[1][1], ValueError) and str(done[1][1]) == "no"
+
+
+def _answers(gen):
+    try:
+        return list(gen)
+    finally:
+        gen.close()
+
+
+def test_ordered_answers_in_the_items_order_and_leaves_what_it_cannot_to_the_caller(monkeypatch):
+    """Items over `most` bytes, and what cannot be sent back, come as None's:
+    the caller does them; the rest come in order, errors included."""
+    monkeypatch.setenv("PANTO_JOBS", "2")
+    items = ["a", "boom", "big", "unsendable", "e"] + [f"i{n}" for n in range(300)]
+    sizes = [10, 1, 1000, 1, 7] + [n % 17 for n in range(300)]
+    got = _answers(jobs.ordered(items, _fn, sizes, most=100))
+    assert [i for i, _, _ in got] == list(range(len(items)))
+    assert got[0] == (0, True, "aa") and got[4] == (4, True, "ee")
+    assert got[1][1] is False and str(got[1][2]) == "boom"
+    assert got[2] == (2, None, None) and got[3] == (3, None, None)
+    assert [v for _, _, v in got[5:]] == [f"i{n}" * 2 for n in range(300)]
+
+
+def test_ordered_in_one_process_leaves_every_item_to_the_caller(monkeypatch):
+    monkeypatch.setenv("PANTO_JOBS", "1")
+    seen = []
+    assert _answers(jobs.ordered(["a", "b"], seen.append, [1, 1], most=10)) == [(0, None, None), (1, None, None)]
+    assert seen == []
+
+
+def test_ordered_after_a_worker_dies_the_caller_does_its_batch(monkeypatch):
+    """A worker gone mid-batch (killed, crashed): the items it took and did not
+    answer come as None's, in their place, and the others are still answered."""
+    monkeypatch.setenv("PANTO_JOBS", "2")
+    count = 400
+
+    def fn(i):
+        if i == 123:
+            os._exit(9)
+        return i
+
+    got = _answers(jobs.ordered(list(range(count)), fn, [1] * count, most=10))
+    assert [i for i, _, _ in got] == list(range(count))
+    lost = [i for i, ok, _ in got if ok is None]
+    assert 123 in lost
+    assert all(v == i for i, ok, v in got if ok)
+    batch = next(b for b in jobs._runs([1] * count, 2, 10) if 123 in b)
+    assert set(lost) <= set(range(batch[0], count)) and set(range(123, batch[-1] + 1)) <= set(lost)
+
+
+def test_ordered_closed_early_ends_its_workers(monkeypatch):
+    monkeypatch.setenv("PANTO_JOBS", "2")
+    gen = jobs.ordered(list(range(100)), lambda i: b"x" * (1 << 20), [1] * 100, most=10)
+    assert next(gen)[1] is True
+    pool_pids = gen.gi_frame.f_locals["pool"].pids
+    assert len(pool_pids) == 2
+    gen.close()
+    for pid in pool_pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)      # reaped: no worker is left behind
+
+
+@pytest.mark.parametrize("sizes, n, most", [
+    ([10, 1, 5, 1, 7, 3, 100], 3, 50), ([0] * 5000, 2, 10), ([1 << 30] * 3, 8, 1 << 31),
+    ([5 << 20] * 10 + [10] * 10000, 2, 4 << 20), ([], 2, 1), (list(range(20000)), 64, 1 << 40),
+])
+def test_runs_are_consecutive_items_of_at_most_most_bytes(sizes, n, most):
+    batches = jobs._runs(sizes, n, most)
+    taken = [i for b in batches for i in b]
+    assert taken == [i for i, s in enumerate(sizes) if s <= most]
+    assert len(batches) <= jobs.MAX_BATCHES and all(batches)
+    total = sum(s + 4096 for s in sizes if s <= most)
+    most_held = max(jobs.RUN, -(-total // (jobs.MAX_BATCHES - 1)))      # what a run holds at most
+    assert all(sum(sizes[i] + 4096 for i in b[:-1]) < most_held for b in batches)

@@ -388,6 +388,8 @@ class Summary:
 IN_FLIGHT = 8      # sessions whose sync runs while the next sources are read
 COMMIT_EVERY = 256  # synced sessions whose billing is committed (and records saved) together
 FEW = 2            # an agent with no more sources changed than this syncs them without the pool
+SWITCH = 0.001     # s: a thread of the pool gives the others (this one, back from a system call) their turn this
+                   # soon, not after Python's 5 ms (a first import of 2,000 sessions: 4.3 -> 3.9 s, medians of 8)
 AHEAD = 4 << 20    # a file read ahead by a worker is at most this big (a bigger one is read here, as it goes)
 
 
@@ -484,8 +486,10 @@ class _Run:
     def submit(self, source, st, job, few=False):
         """Sync a source's session in the pool; few (and no pool yet): here and now."""
         if self.pool is None and not few:
+            import sys
             from concurrent.futures import ThreadPoolExecutor
 
+            sys.setswitchinterval(SWITCH)
             self.pool = ThreadPoolExecutor(IN_FLIGHT)
         self.jobs.append((source, st, job, self._call(job.finish)))
         if len(self.jobs) >= 2 * IN_FLIGHT:

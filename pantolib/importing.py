@@ -441,27 +441,8 @@ def everything(names, dry_run, verbose, warn, env=None):
                 changed = [(s, stats[s]) for s in mod.order(list(stats))]
             few = len(changed) <= FEW
             todo += [(mod, source, st, few) for source, st in changed]
-        # Files are read ahead in worker processes (forked here, before the pool
-        # has a thread), this process taking each one's entries in order.
-        from pantolib import jobs
-
-        sizes = [st.st_size if "#" not in source else AHEAD + 1 for _, source, st, _ in todo]
-        ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], env), sizes, AHEAD)
-        try:
-            for i, ok, value in ahead:
-                mod, source, st, few = todo[i]
-                try:
-                    if ok is False:
-                        raise value
-                    job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env, value)
-                except (PantoError, OSError) as e:
-                    warn(why(source, e))
-                    summary.failed += 1
-                    continue
-                if job is not None:
-                    run.submit(source, st, job, few=few)
-        finally:
-            ahead.close()
+        if todo:
+            _take_all(todo, run, dry_run, verbose, warn, summary, billing, env)
         run.wait()
     finally:
         run.close()
@@ -470,6 +451,32 @@ def everything(names, dry_run, verbose, warn, env=None):
             if index != old:
                 save_index(index, env)
     return summary
+
+
+def _take_all(todo, run, dry_run, verbose, warn, summary, billing, env):
+    """Import the sources of `todo` in order, each one's sync submitted to the
+    run. When there are many, worker processes read them ahead (forked here,
+    before the pool has a thread), this process taking each one's entries
+    in order."""
+    from pantolib import jobs
+
+    sizes = [st.st_size if "#" not in source else AHEAD + 1 for _, source, st, _ in todo]
+    ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], env), sizes, AHEAD)
+    try:
+        for i, ok, value in ahead:
+            mod, source, st, few = todo[i]
+            try:
+                if ok is False:
+                    raise value
+                job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env, value)
+            except (PantoError, OSError) as e:
+                warn(why(source, e))
+                summary.failed += 1
+                continue
+            if job is not None:
+                run.submit(source, st, job, few=few)
+    finally:
+        ahead.close()
 
 
 class _Run:

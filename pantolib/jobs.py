@@ -36,13 +36,15 @@ MIN_BYTES = 32 << 20
 MAX_PER_CPU = 4
 
 
-def workers(count, size, env=None):
-    """How many worker processes to use for `count` items of `size` bytes in all (<= 1: none)."""
+def workers(count, size, env=None, least=MIN_BYTES):
+    """How many worker processes to use for `count` items of `size` bytes in
+    all (<= 1: none); `least`: the bytes worth forking for (work that costs
+    more per byte is worth it sooner)."""
     env = os.environ if env is None else env
     value = env.get("PANTO_JOBS", "")
     if value.isascii() and value.isdigit() and int(value) >= 1:   # digits only: no sign, no space
         return min(int(value), count, MAX_PER_CPU * _cpus())
-    if count < MIN_FILES or size < MIN_BYTES:
+    if count < MIN_FILES or size < least:
         return 1
     return min(_cpus(), count)
 
@@ -74,7 +76,7 @@ def run(items, fn, sizes):
     return pool.done
 
 
-def ordered(items, fn, sizes, most, n=None):
+def ordered(items, fn, sizes, most, least=MIN_BYTES):
     """(index, ok, value) for each item in the items' order, as run says
     (ok: True, or False with the exception), while the workers go on with
     the items after it: the caller works on one item as they read the next.
@@ -82,11 +84,11 @@ def ordered(items, fn, sizes, most, n=None):
     its worker is gone): the caller does that one itself. The items are cut
     into runs of consecutive ones, taken in order, so what waits in memory
     is about a run per worker (a worker whose answers are not taken blocks
-    on its pipe). n: the workers (by default as `workers` decides; <= 1, or
-    no fork: every item is None's). Close the generator when done with it
-    early: that ends the workers."""
-    if n is None:
-        n = workers(len(items), sum(s for s in sizes if s <= most))
+    on its pipe). The workers are as many as `workers` says of the items of
+    at most `most` bytes (`least`: its threshold); none (or no fork): every
+    item is None's. Close the generator when done with it early: that ends
+    the workers."""
+    n = workers(len(items), sum(s for s in sizes if s <= most), least=least)
     if n <= 1 or not hasattr(os, "fork"):
         for i in range(len(items)):
             yield i, None, None

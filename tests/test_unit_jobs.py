@@ -23,6 +23,13 @@ def test_panto_jobs_is_capped_by_the_cpus():
     assert jobs.workers(20000, 1 << 40, {"PANTO_JOBS": "10000"}) == jobs.MAX_PER_CPU * cpus < 10000
 
 
+def test_work_that_costs_more_per_byte_is_worth_workers_sooner():
+    cpus = len(os.sched_getaffinity(0))
+    assert jobs.workers(100, 9 << 20, {}) == 1
+    assert jobs.workers(100, 9 << 20, {}, least=8 << 20) == min(cpus, 100)
+    assert jobs.workers(100, 7 << 20, {}, least=8 << 20) == 1
+
+
 def test_workers_for_enough_work_follow_the_cpus():
     cpus = len(os.sched_getaffinity(0))
     assert jobs.workers(jobs.MIN_FILES, jobs.MIN_BYTES, {}) == min(cpus, jobs.MIN_FILES)

@@ -791,13 +791,15 @@ class Batch:
             if not self.assistant:
                 return None
             self._create()
-        else:
-            self._flush()
-            if self.written:
-                try:
-                    os.fdatasync(self.file.fd)
-                except OSError as e:
-                    raise files.failed(self.path, e, "could not make the session durable") from None
+            if self.lean:       # made whole, and synced, by files.create
+                return self.written
+        # (or another writer made it first: what it lacks was added to it, to write and sync)
+        self._flush()
+        if self.written:
+            try:
+                os.fdatasync(self.file.fd)
+            except OSError as e:
+                raise files.failed(self.path, e, "could not make the session durable") from None
         return self.written
 
     def close(self):

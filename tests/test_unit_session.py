@@ -552,3 +552,18 @@ def test_a_file_that_begins_with_a_partial_header_is_not_a_session(tmp_path):
         recovered(p)
     assert e.value.line == 1 and e.value.message.startswith("a partial stream (panto-log replay --context)")
     assert read(p) == data
+
+
+def test_a_batch_whose_new_file_another_writer_made_first_adds_what_it_lacks_durably(tmp_path):
+    """session.Batch (import --all) meant to create a session file; another
+    writer made it between: the entries it lacks are appended, written and
+    synced by finish(), not left in a buffer."""
+    path = str(tmp_path / "s.jsonl")
+    lines = session_bytes(tmp_path, turns=3).splitlines(keepends=True)
+    batch = session.Batch(path, orjson.loads(lines[0]), lines[0], sync_dir=False)
+    for raw in lines[1:]:
+        assert batch.add(raw, orjson.loads(raw))
+    write(path, b"".join(lines[:3]))                 # the other writer: the header and the first turn
+    assert batch.finish() == 4
+    batch.close()
+    assert read(path) == b"".join(lines)

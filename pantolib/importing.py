@@ -405,11 +405,46 @@ def everything(names, dry_run, verbose, warn, env=None):
     sources are taken, so that the disk's waits overlap. A source's record
     is saved once its file is synced; the directories of new files are
     synced once each at the end (a record whose file did not survive a
-    power loss finds it missing and reads the source again from the top)."""
+    power loss finds it missing and reads the source again from the top).
+    One run at a time (_lock); a dry run writes nothing and takes no lock."""
     env = os.environ if env is None else env
     for name in names:
         if name not in agents.AGENTS:
             raise PantoError(f"unknown agent '{name}' (one of {', '.join(agents.AGENTS)})")
+    lock = None if dry_run else _lock(env, warn)
+    try:
+        return _everything(names, dry_run, verbose, warn, env)
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def _lock(env, warn):
+    """The import's lock, held for a whole run (its descriptor: closing it lets
+    go). Two runs at once would write the same sessions, records and table
+    of payers, and SQLite refuses the second's writes: the second waits for
+    the first to end, saying so, then finds what it left."""
+    import fcntl
+
+    from pantolib import files
+
+    d = _dir(env)
+    files.make_dirs(d)
+    os.chmod(d, 0o700)
+    fd = os.open(os.path.join(d, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            warn("another 'panto-log import --all' is running: waiting for it to end")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _everything(names, dry_run, verbose, warn, env):
     summary = Summary()
     old = load_index(env)
     index = {}

@@ -271,6 +271,50 @@ def test_sources_read_ahead_in_worker_processes_make_the_same_sessions(agents_ho
     assert "(0 new, 0 grown, 54 unchanged), added 0 entries" in err
 
 
+def test_two_runs_at_once_make_what_one_makes(agents_home, tmp_path):
+    """Two `import --all` started together (a scheduled one and a person's):
+    one waits for the other; both end well and the sessions are those of a
+    run alone, each response paid once."""
+    _claude_sessions(agents_home, 40)
+    env = dict(os.environ)
+    ref = dict(env, PANTO_SESSION_DIR=str(tmp_path / "ref"), XDG_STATE_HOME=str(tmp_path / "ref-state"))
+    run_all(env=ref)
+    expected = {os.path.relpath(p, ref["PANTO_SESSION_DIR"]): b for p, (b, _, _) in
+                snapshot(ref["PANTO_SESSION_DIR"]).items()}
+    both = [_start(dict(env, PANTO_JOBS=jobs)) for jobs in ("2", "1")]
+    for proc in both:
+        assert proc.wait() == 0
+        err = proc.stderr.read().decode()
+        assert "Traceback" not in err and "internal error" not in err, err
+    root = env["PANTO_SESSION_DIR"]
+    got = {os.path.relpath(p, root): b for p, (b, _, _) in snapshot(root).items()
+           if not os.path.basename(p).startswith(".")}
+    assert got == expected
+    assert run_all().endswith("(0 new, 0 grown, 40 unchanged), added 0 entries")
+
+
+def test_a_run_waits_for_the_one_that_holds_the_lock_and_a_dry_run_does_not(agents_home):
+    import fcntl
+
+    _claude_sessions(agents_home, 3)
+    d = os.path.join(os.environ["XDG_STATE_HOME"], "panto", "import")
+    os.makedirs(d, mode=0o700)
+    fd = os.open(os.path.join(d, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)               # another run holds it
+        dry = subprocess.run([shutil.which("panto-log"), "import", "--all", "--dry-run"], capture_output=True,
+                             timeout=60)
+        assert dry.returncode == 0 and b"would add" in dry.stderr and b"waiting" not in dry.stderr
+        proc = _start(dict(os.environ))
+        line = proc.stderr.readline().decode()
+        assert line == "panto-log: another 'panto-log import --all' is running: waiting for it to end\n"
+        assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])     # it waits before it writes anything
+    finally:
+        os.close(fd)                                  # that run ends
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read().decode().startswith("panto-log: 3 sessions (3 new")
+
+
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 def test_one_sync_per_session_file_per_run(agents_home, tmp_path):
     """Counted with strace: a new session file is synced once (its creation),

@@ -283,7 +283,7 @@ def test_two_runs_at_once_make_what_one_makes(agents_home, tmp_path):
                 snapshot(ref["PANTO_SESSION_DIR"]).items()}
     both = [_start(dict(env, PANTO_JOBS=jobs)) for jobs in ("2", "1")]
     for proc in both:
-        assert proc.wait() == 0
+        assert proc.wait(timeout=300) == 0
         err = proc.stderr.read().decode()
         assert "Traceback" not in err and "internal error" not in err, err
     root = env["PANTO_SESSION_DIR"]
@@ -306,6 +306,9 @@ def test_a_run_waits_for_the_one_that_holds_the_lock_and_a_dry_run_does_not(agen
                              timeout=60)
         assert dry.returncode == 0 and b"would add" in dry.stderr and b"waiting" not in dry.stderr
         proc = _start(dict(os.environ))
+        import select
+
+        assert select.select([proc.stderr], [], [], 60)[0], "no word of the wait"    # bounded: never a hang
         line = proc.stderr.readline().decode()
         assert line == "panto-log: another 'panto-log import --all' is running: waiting for it to end\n"
         assert not os.path.exists(os.environ["PANTO_SESSION_DIR"])     # it waits before it writes anything

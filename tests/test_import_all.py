@@ -1,7 +1,9 @@
 """panto-log import --all (SPEC §12): every agent's sessions into panto's
 sessions directory, incrementally, each response paid once, and a kill -9 at
 any moment followed by a clean run leaves every session whole, nothing twice."""
+import fcntl
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -294,8 +296,6 @@ def test_two_runs_at_once_make_what_one_makes(agents_home, tmp_path):
 
 
 def test_a_run_waits_for_the_one_that_holds_the_lock_and_a_dry_run_does_not(agents_home):
-    import fcntl
-
     _claude_sessions(agents_home, 3)
     d = os.path.join(os.environ["XDG_STATE_HOME"], "panto", "import")
     os.makedirs(d, mode=0o700)
@@ -306,8 +306,6 @@ def test_a_run_waits_for_the_one_that_holds_the_lock_and_a_dry_run_does_not(agen
                              timeout=60)
         assert dry.returncode == 0 and b"would add" in dry.stderr and b"waiting" not in dry.stderr
         proc = _start(dict(os.environ))
-        import select
-
         assert select.select([proc.stderr], [], [], 60)[0], "no word of the wait"    # bounded: never a hang
         line = proc.stderr.readline().decode()
         assert line == "panto-log: another 'panto-log import --all' is running: waiting for it to end\n"

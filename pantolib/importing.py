@@ -619,9 +619,9 @@ class _Done:
 class _Job:
     """One source read: its session's batch to finish (the sync), then its record."""
 
-    def __init__(self, batch, reader, st, source, target, sid):
-        self.batch, self.reader, self.st, self.source, self.target, self.sid = \
-            batch, reader, st, source, target, sid
+    def __init__(self, batch, reader, st, source, target, sid, crc):
+        self.batch, self.reader, self.st, self.source, self.target, self.sid, self.crc = \
+            batch, reader, st, source, target, sid, crc
         self.deferred = False
         self.new_dir = None
 
@@ -642,9 +642,7 @@ class _Job:
             # no assistant entry yet: nothing written; read it again from the top once it changes
             return {"dev": st.st_dev, "ino": st.st_ino, "end": 0, "crc": 0, "state": None, "session": None,
                     "sid": None}
-        file = _file_of(self.source)
-        crc = _crc_before(file, self.reader.end) if file == self.source else 0
-        return {"dev": st.st_dev, "ino": st.st_ino, "end": self.reader.end, "crc": crc,
+        return {"dev": st.st_dev, "ino": st.st_ino, "end": self.reader.end, "crc": self.crc,
                 "state": self.reader.state, "session": self.target, "sid": self.sid}
 
 
@@ -680,14 +678,24 @@ def _take(mod, source, st, env):
     lines = []
     for _, obj, eid, _, b in _lines(reader):
         lines.append((stream.dumps(obj), None, eid, stream.is_assistant(obj), b))
-    return start, target, sid, lines, reader.end, reader.state, reader.skipped, reader.bad
+    return (start, target, sid, lines, reader.end, reader.state, reader.skipped, reader.bad,
+            _crc_of(source, reader.end))
+
+
+def _crc_of(source, end):
+    """What a source's record keeps of the bytes before `end` (_crc_before),
+    taken as soon as it is read: of what was read, not of what the file
+    holds by the time its session is synced (and a source gone meanwhile
+    fails now, as the source's own error, not the record's)."""
+    file = _file_of(source)
+    return _crc_before(file, end) if file == source else 0
 
 
 class _Taken:
     """What the reader of a source a worker read (_take) ended with."""
 
-    def __init__(self, end, state, skipped, bad):
-        self.end, self.state, self.skipped, self.bad = end, state, skipped, bad
+    def __init__(self, end, state, skipped, bad, crc):
+        self.end, self.state, self.skipped, self.bad, self.crc = end, state, skipped, bad, crc
 
 
 def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env, taken=None):
@@ -755,6 +763,7 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env,
                 let_go()
         if held:
             let_go()
+        crc = reader.crc if taken is not None else None if dry_run else _crc_of(source, reader.end)
     except BaseException:
         if batch is not None:
             batch.close()
@@ -775,4 +784,4 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env,
         summary.unchanged += 1
     if dry_run:
         return None
-    return _Job(batch, reader, st, source, target, sid)
+    return _Job(batch, reader, st, source, target, sid, crc)

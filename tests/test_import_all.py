@@ -316,6 +316,23 @@ def test_a_run_waits_for_the_one_that_holds_the_lock_and_a_dry_run_does_not(agen
     assert proc.stderr.read().decode().startswith("panto-log: 3 sessions (3 new")
 
 
+def test_a_source_deleted_once_read_leaves_the_run_whole(agents_home):
+    """Claude Code deletes old transcripts by itself. One read, its session
+    written, then deleted before the run saves its record (after a few
+    hundred others): the run goes on and ends well, every session whole."""
+    _claude_sessions(agents_home, 300)
+    first = cc_path(agents_home, f"{0:08x}-2222-4333-8444-555555555555", "-home-u-p0")
+    root = os.environ["PANTO_SESSION_DIR"]
+    proc = _start(dict(os.environ))
+    while proc.poll() is None and _count_files(root) < 3:
+        pass                                  # its session is written: watch the files, not the clock
+    os.unlink(first)
+    assert proc.wait(timeout=300) == 0, proc.stderr.read()
+    assert b"Traceback" not in proc.stderr.read()
+    assert _count_files(root) == 300
+    assert run_all().endswith("(0 new, 0 grown, 299 unchanged), added 0 entries")
+
+
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 def test_one_sync_per_session_file_per_run(agents_home, tmp_path):
     """Counted with strace: a new session file is synced once (its creation),

@@ -214,6 +214,10 @@ def _report_bad(path, reader, warn, verbose):
 # -- who paid for a response ---------------------------------------------------------
 
 
+class BillingError(PantoError):
+    """The table of who paid failed: the run stops (no source is to blame)."""
+
+
 class Billing:
     """Which session paid for each API response imported (SQLite, opened on
     first use): the first session a response is imported into keeps its
@@ -284,6 +288,20 @@ class Billing:
         where this is the first copy), looked up together: one query for
         the lot, when the table may hold any. Within one file a response
         comes once (the reader sees to it)."""
+        import sqlite3
+
+        try:
+            return self._payers(billings, sid)
+        except sqlite3.Error as e:
+            raise self._failed(e) from None
+
+    def _failed(self, e):
+        """SQLite's error (a full disk, an unwritable folder, ...) as the run's, naming the file."""
+        where = os.path.join(_dir(self.env), "billing.sqlite")
+        return BillingError(f"'{where}': could not keep which session paid for each response ({e}); "
+                          f"the sessions written are whole: run the import again")
+
+    def _payers(self, billings, sid):
         if self.db is None:
             self._open()
         key = self._key
@@ -348,16 +366,30 @@ class Billing:
 
     def commit(self):
         if self.db is not None:
-            self._write()
-            self.db.execute("COMMIT")
-            self.db.execute("BEGIN")
+            import sqlite3
+
+            try:
+                self._write()
+                if self.db.in_transaction:      # (SQLite ends it itself on some errors)
+                    self.db.execute("COMMIT")
+                self.db.execute("BEGIN")
+            except sqlite3.Error as e:
+                raise self._failed(e) from None
 
     def close(self):
+        """Commit what is left and close; the table is closed even when that fails."""
         if self.db is not None:
-            self.commit()
-            self.db.execute("COMMIT")
-            self.db.close()
-            self.db = None
+            import sqlite3
+
+            try:
+                self._write()
+                if self.db.in_transaction:
+                    self.db.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise self._failed(e) from None
+            finally:
+                self.db.close()
+                self.db = None
 
 
 # -- every source into session files -------------------------------------------------
@@ -445,6 +477,7 @@ def _lock(env, warn):
 
 
 def _everything(names, dry_run, verbose, warn, env):
+    ended = False
     summary = Summary()
     old = load_index(env)
     index = {}
@@ -481,10 +514,15 @@ def _everything(names, dry_run, verbose, warn, env):
         if todo:
             _take_all(todo, run, dry_run, verbose, warn, summary, billing, env)
         run.wait()
+        ended = True
     finally:
         run.close()
         if not dry_run:
-            billing.close()
+            try:
+                billing.close()
+            except PantoError:
+                if ended:       # else the error that stopped the run is the one to say
+                    raise
             if index != old:
                 save_index(index, env)
     return summary
@@ -506,6 +544,8 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, env):
                 if ok is False:
                     raise value
                 job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env, value)
+            except BillingError:
+                raise
             except (PantoError, OSError) as e:
                 warn(why(source, e))
                 summary.failed += 1

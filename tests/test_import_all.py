@@ -333,6 +333,36 @@ def test_a_source_deleted_once_read_leaves_the_run_whole(agents_home):
     assert run_all().endswith("(0 new, 0 grown, 299 unchanged), added 0 entries")
 
 
+def test_a_full_disk_under_the_table_of_payers_is_one_line_and_a_run_again_finishes(agents_home, tmp_path):
+    """The table of who paid cannot grow (RLIMIT_FSIZE: each session file
+    fits, the table does not): one line naming it, status 1, no internal
+    error; the next run, with room, makes the sessions of a run never
+    stopped."""
+    import resource
+
+    _claude_sessions(agents_home, 40)
+    env = dict(os.environ)
+    ref = dict(env, PANTO_SESSION_DIR=str(tmp_path / "ref"), XDG_STATE_HOME=str(tmp_path / "ref-state"))
+    run_all(env=ref)
+    expected = {os.path.relpath(p, ref["PANTO_SESSION_DIR"]): b for p, (b, _, _) in
+                snapshot(ref["PANTO_SESSION_DIR"]).items()}
+    assert max(len(b) for b in expected.values()) < 32 << 10
+
+    def small():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (32 << 10, 32 << 10))
+
+    p = subprocess.run([shutil.which("panto-log"), "import", "--all"], capture_output=True, preexec_fn=small,
+                       timeout=300)
+    assert_clean_error(p, 1, "panto-log")
+    err = p.stderr.decode()
+    assert err.count("\n") == 1 and "billing.sqlite" in err and "run the import again" in err, err
+    assert run_all().startswith("panto-log: 40 sessions")
+    root = env["PANTO_SESSION_DIR"]
+    got = {os.path.relpath(p, root): b for p, (b, _, _) in snapshot(root).items()
+           if not os.path.basename(p).startswith(".")}
+    assert got == expected
+
+
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 def test_one_sync_per_session_file_per_run(agents_home, tmp_path):
     """Counted with strace: a new session file is synced once (its creation),

@@ -3,6 +3,7 @@ sessions directory, incrementally, each response paid once, and a kill -9 at
 any moment followed by a clean run leaves every session whole, nothing twice."""
 import fcntl
 import os
+import resource
 import select
 import shutil
 import signal
@@ -338,8 +339,6 @@ def test_a_full_disk_under_the_table_of_payers_is_one_line_and_a_run_again_finis
     fits, the table does not): one line naming it, status 1, no internal
     error; the next run, with room, makes the sessions of a run never
     stopped."""
-    import resource
-
     _claude_sessions(agents_home, 40)
     env = dict(os.environ)
     ref = dict(env, PANTO_SESSION_DIR=str(tmp_path / "ref"), XDG_STATE_HOME=str(tmp_path / "ref-state"))

@@ -81,7 +81,8 @@ def ordered(items, fn, sizes, most, least=MIN_BYTES):
     (ok: True, or False with the exception), while the workers go on with
     the items after it: the caller works on one item as they read the next.
     ok is None for an item no worker answered (larger than `most` bytes, or
-    its worker is gone): the caller does that one itself. The items are cut
+    the worker that took it is gone: each worker says which run it takes as
+    it takes it): the caller does that one itself. The items are cut
     into runs of consecutive ones, taken in order, so what waits in memory
     is about a run per worker (a worker whose answers are not taken blocks
     on its pipe). The workers are as many as `workers` says of the items of

@@ -226,32 +226,26 @@ def _batches(sizes, n):
     small files), about BATCHES_PER_WORKER for each of n workers."""
     order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
     cost = [size + 4096 for size in sizes]   # a file costs an open and a read however small it is
-    want = max(1, -(-sum(cost) // min(n * BATCHES_PER_WORKER, MAX_BATCHES - 1)))
-    batches, batch, size = [], [], 0
-    for i in order:
-        batch.append(i)
-        size += cost[i]
-        if size >= want:
-            batches.append(batch)
-            batch, size = [], 0
-    if batch:
-        batches.append(batch)
-    return batches
+    return _cut(order, cost, max(1, -(-sum(cost) // min(n * BATCHES_PER_WORKER, MAX_BATCHES - 1))))
 
 
 def _runs(sizes, n, most):
     """The indices of the items of at most `most` bytes, in order, cut into runs
     of consecutive items of about equal bytes: about BATCHES_PER_WORKER for
     each of n workers, none much more than RUN bytes (what waits in memory)."""
-    cost = [size + 4096 if size <= most else 0 for size in sizes]
-    total = sum(cost)
-    want = max(1, -(-total // (MAX_BATCHES - 1)), min(-(-total // (n * BATCHES_PER_WORKER)), RUN))
+    taken = [i for i, size in enumerate(sizes) if size <= most]
+    cost = [size + 4096 for size in sizes]
+    total = sum(cost[i] for i in taken)
+    return _cut(taken, cost, max(1, -(-total // (MAX_BATCHES - 1)), min(-(-total // (n * BATCHES_PER_WORKER)), RUN)))
+
+
+def _cut(order, cost, want):
+    """The indices of `order`, in that order, cut into batches of at least
+    `want` bytes of `cost` each (the last one: what is left)."""
     batches, batch, size = [], [], 0
-    for i, c in enumerate(cost):
-        if not c:
-            continue
+    for i in order:
         batch.append(i)
-        size += c
+        size += cost[i]
         if size >= want:
             batches.append(batch)
             batch, size = [], 0

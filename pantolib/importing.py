@@ -366,30 +366,29 @@ class Billing:
 
     def commit(self):
         if self.db is not None:
-            import sqlite3
-
-            try:
-                self._write()
-                if self.db.in_transaction:      # (SQLite ends it itself on some errors)
-                    self.db.execute("COMMIT")
-                self.db.execute("BEGIN")
-            except sqlite3.Error as e:
-                raise self._failed(e) from None
+            self._commit(again=True)
 
     def close(self):
         """Commit what is left and close; the table is closed even when that fails."""
         if self.db is not None:
-            import sqlite3
-
             try:
-                self._write()
-                if self.db.in_transaction:
-                    self.db.execute("COMMIT")
-            except sqlite3.Error as e:
-                raise self._failed(e) from None
+                self._commit(again=False)
             finally:
                 self.db.close()
                 self.db = None
+
+    def _commit(self, again):
+        """The keys waiting written and committed (again: a new transaction begun)."""
+        import sqlite3
+
+        try:
+            self._write()
+            if self.db.in_transaction:      # (SQLite ends it itself on some errors)
+                self.db.execute("COMMIT")
+            if again:
+                self.db.execute("BEGIN")
+        except sqlite3.Error as e:
+            raise self._failed(e) from None
 
 
 # -- every source into session files -------------------------------------------------
@@ -535,6 +534,7 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, env):
     in order."""
     from pantolib import jobs
 
+    # an opencode database's session (DATABASE#ID) is read here: over AHEAD, whatever its file's size
     sizes = [st.st_size if "#" not in source else AHEAD + 1 for _, source, st, _ in todo]
     ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], env), sizes, AHEAD, AHEAD_FROM)
     try:

@@ -95,17 +95,17 @@ def order_key(path):
 
 def _last_stamp(tail, few=16):
     """The time of the last record in `tail` that has one, its lines read from
-    the end (the last `few` first: nearly always enough), or ""."""
+    the end (the last `few` first: nearly always enough; the rest split only
+    when they are not), or ""."""
     pieces = tail.rsplit(b"\n", few)
-    more = len(pieces) > few
-    for raw in reversed(pieces[1:] if more else pieces):
-        if raw.strip() and (stamp := _stamp(raw)):
-            return stamp
-    if more:
-        for raw in reversed(pieces[0].split(b"\n")):
-            if raw.strip() and (stamp := _stamp(raw)):
-                return stamp
-    return ""
+    if len(pieces) <= few:
+        return _first_stamp(reversed(pieces))
+    return _first_stamp(reversed(pieces[1:])) or _first_stamp(reversed(pieces[0].split(b"\n")))
+
+
+def _first_stamp(lines):
+    """The time of the first of `lines` that has one, or ""."""
+    return next((stamp for raw in lines if raw.strip() and (stamp := _stamp(raw))), "")
 
 
 def order(paths):

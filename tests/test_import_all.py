@@ -38,6 +38,19 @@ def run_all(*extra, env=None):
     return p.stderr.decode().strip().splitlines()[-1]
 
 
+def sessions_in(root):
+    """{path under root: bytes} of its session files (not a creation's temporary file)."""
+    return {os.path.relpath(p, root): b for p, (b, _, _) in snapshot(root).items()
+            if not os.path.basename(p).startswith(".")}
+
+
+def reference(tmp_path):
+    """A run alone on the same sources, in folders of its own: (the sessions it made, its summary)."""
+    ref = dict(os.environ, PANTO_SESSION_DIR=str(tmp_path / "ref"), XDG_STATE_HOME=str(tmp_path / "ref-state"))
+    summary = run_all(env=ref)
+    return sessions_in(ref["PANTO_SESSION_DIR"]), summary
+
+
 def snapshot(*roots):
     out = {}
     for root in roots:
@@ -208,10 +221,8 @@ def test_kill_9_at_any_moment_then_a_clean_run_leaves_every_session_whole(agents
         _claude_sessions(agents_home, 20)
         _codex_sessions(agents_home, 20)
     env = dict(os.environ)
-    ref = dict(env, PANTO_SESSION_DIR=str(tmp_path / "ref"), XDG_STATE_HOME=str(tmp_path / "ref-state"))
-    assert run_all(env=ref).startswith("panto-log: 40 sessions (40 new")
-    expected = {os.path.relpath(p, ref["PANTO_SESSION_DIR"]): b for p, (b, _, _) in
-                snapshot(ref["PANTO_SESSION_DIR"]).items()}
+    expected, summary = reference(tmp_path)
+    assert summary.startswith("panto-log: 40 sessions (40 new")
     assert len(expected) == 40
     root = env["PANTO_SESSION_DIR"]
     proc = _start(dict(env, PANTO_JOBS=jobs))
@@ -222,9 +233,7 @@ def test_kill_9_at_any_moment_then_a_clean_run_leaves_every_session_whole(agents
     assert b"Traceback" not in proc.stderr.read()
     summary = run_all(env=env)
     assert "40 sessions" in summary
-    got = {os.path.relpath(p, root): b for p, (b, _, _) in snapshot(root).items()
-           if not os.path.basename(p).startswith(".")}
-    assert got == expected
+    assert sessions_in(root) == expected
     assert run_all(env=env).endswith("(0 new, 0 grown, 40 unchanged), added 0 entries")
 
 
@@ -255,8 +264,7 @@ def test_sources_read_ahead_in_worker_processes_make_the_same_sessions(agents_ho
         for n, env in envs.items():
             p = log("import", "--all", "-v", *extra, env=env)
             assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
-            root = env["PANTO_SESSION_DIR"]
-            out[n] = (p.stderr.decode(), {os.path.relpath(q, root): b for q, (b, _, _) in snapshot(root).items()})
+            out[n] = (p.stderr.decode(), sessions_in(env["PANTO_SESSION_DIR"]))
         assert out[1] == out[2]
         return out[1]
 
@@ -280,19 +288,13 @@ def test_two_runs_at_once_make_what_one_makes(agents_home, tmp_path):
     run alone, each response paid once."""
     _claude_sessions(agents_home, 40)
     env = dict(os.environ)
-    ref = dict(env, PANTO_SESSION_DIR=str(tmp_path / "ref"), XDG_STATE_HOME=str(tmp_path / "ref-state"))
-    run_all(env=ref)
-    expected = {os.path.relpath(p, ref["PANTO_SESSION_DIR"]): b for p, (b, _, _) in
-                snapshot(ref["PANTO_SESSION_DIR"]).items()}
+    expected, _ = reference(tmp_path)
     both = [_start(dict(env, PANTO_JOBS=jobs)) for jobs in ("2", "1")]
     for proc in both:
         assert proc.wait(timeout=300) == 0
         err = proc.stderr.read().decode()
         assert "Traceback" not in err and "internal error" not in err, err
-    root = env["PANTO_SESSION_DIR"]
-    got = {os.path.relpath(p, root): b for p, (b, _, _) in snapshot(root).items()
-           if not os.path.basename(p).startswith(".")}
-    assert got == expected
+    assert sessions_in(env["PANTO_SESSION_DIR"]) == expected
     assert run_all().endswith("(0 new, 0 grown, 40 unchanged), added 0 entries")
 
 
@@ -341,10 +343,7 @@ def test_a_full_disk_under_the_table_of_payers_is_one_line_and_a_run_again_finis
     stopped."""
     _claude_sessions(agents_home, 40)
     env = dict(os.environ)
-    ref = dict(env, PANTO_SESSION_DIR=str(tmp_path / "ref"), XDG_STATE_HOME=str(tmp_path / "ref-state"))
-    run_all(env=ref)
-    expected = {os.path.relpath(p, ref["PANTO_SESSION_DIR"]): b for p, (b, _, _) in
-                snapshot(ref["PANTO_SESSION_DIR"]).items()}
+    expected, _ = reference(tmp_path)
     assert max(len(b) for b in expected.values()) < 32 << 10
 
     def small():
@@ -356,10 +355,7 @@ def test_a_full_disk_under_the_table_of_payers_is_one_line_and_a_run_again_finis
     err = p.stderr.decode()
     assert err.count("\n") == 1 and "billing.sqlite" in err and "run the import again" in err, err
     assert run_all().startswith("panto-log: 40 sessions")
-    root = env["PANTO_SESSION_DIR"]
-    got = {os.path.relpath(p, root): b for p, (b, _, _) in snapshot(root).items()
-           if not os.path.basename(p).startswith(".")}
-    assert got == expected
+    assert sessions_in(env["PANTO_SESSION_DIR"]) == expected
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")

@@ -3,17 +3,18 @@
 `one` prints the panto stream of one source session; `everything` brings
 every session of the agents found into panto's sessions directory,
 incrementally: each source is read on from where the last run stopped
-(remembered per source under $XDG_STATE_HOME/panto/import/: its device,
-inode, size, the offset reached, a CRC-32 of the 4 KiB before it and the
-reader's state), and each panto file gets its new entries with one
-fdatasync (session.Batch); the remembered offset is saved only after that.
+(a record per source under $XDG_STATE_HOME/panto/import/, in a few files
+by a hash of its name: its device, inode, the offset reached, a CRC-32 of
+the 4 KiB before it and the reader's state), and each panto file gets its
+new entries with one fdatasync (session.Batch); the remembered offset is
+saved only after that.
 A run in which no source changed only stats them (the identities of the
 last run are kept together in one index file) and writes nothing.
 
 A response copied into several files is paid once: the first copy imported
 keeps its usage, later ones carry "billedIn" (the session that paid). Which
 response was imported where is kept in a small SQLite table beside the
-offsets, committed together with the records of the files synced since
+offsets, committed before the records of the files synced since are kept
 (every COMMIT_EVERY files, and at the end).
 """
 import os
@@ -34,19 +35,77 @@ def _dir(env=None):
     return os.path.join(paths.state_dir(env), "import")
 
 
-def _record_path(source, env=None):
-    return os.path.join(_dir(env), blake2b(source.encode("utf-8", "surrogateescape"), 16).hex() + ".json")
+BUCKETS = 16      # files the records are kept in, by a hash of the source's name
 
 
-def load(source, env=None):
-    """The record remembered for a source (a dict), or None."""
-    data = persist.load(_record_path(source, env), _RECORD)
-    return data if type(data) is dict and data.get("source") == source else None
+def _bucket(source):
+    return blake2b(source.encode("utf-8", "surrogateescape"), 1)[0] % BUCKETS
 
 
-def save(source, record, env=None):
-    """Remember a source's record (JSON-able), atomically, 0600 in 0700."""
-    return persist.save(_record_path(source, env), _RECORD, dict(record, source=source))
+def _bucket_path(k, env=None):
+    return os.path.join(_dir(env), f"offsets-{k:x}")
+
+
+class Records:
+    """Where each source was read to (its record: a dict), kept in BUCKETS
+    files by a hash of the source's name, not one file per source: a run
+    loads the buckets of the sources it reads, and writes back those it
+    changed (creating 2,000 files had cost a first import 2-3 s of the
+    system's time). A bucket that is not persist's, or not a dict, holds
+    nothing."""
+
+    def __init__(self, env=None):
+        self.env = env
+        self.buckets = {}       # k: {source: record}, as loaded
+        self.dirty = set()
+
+    def _of(self, source):
+        k = _bucket(source)
+        held = self.buckets.get(k)
+        if held is None:
+            data = persist.load(_bucket_path(k, self.env), _RECORD)
+            held = self.buckets[k] = data if type(data) is dict else {}
+        return k, held
+
+    def get(self, source):
+        rec = self._of(source)[1].get(source)
+        return rec if type(rec) is dict else None
+
+    def put(self, source, record):
+        k, held = self._of(source)
+        held[source] = record
+        self.dirty.add(k)
+
+    def drop(self, source):
+        k, held = self._of(source)
+        if held.pop(source, None) is not None:
+            self.dirty.add(k)
+
+    def save(self):
+        """Write the buckets changed since the last save, atomically; the
+        numbers of those that could not be (their sources' records are
+        not to be counted on)."""
+        failed = {k for k in sorted(self.dirty) if not persist.save(_bucket_path(k, self.env), _RECORD,
+                                                                    self.buckets[k])}
+        self.dirty = set()
+        return failed
+
+
+def _sweep_old_records(env=None):
+    """The one-file-per-source records of earlier versions, removed (read by
+    nobody since)."""
+    d = _dir(env)
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for name in names:
+        if len(name) == 37 and name.endswith(".json"):
+            try:
+                int(name[:32], 16)
+                os.unlink(os.path.join(d, name))
+            except (ValueError, OSError):
+                pass
 
 
 def _index_path(env=None):
@@ -417,7 +476,8 @@ class Summary:
 
 
 IN_FLIGHT = 8      # sessions whose sync runs while the next sources are read
-COMMIT_EVERY = 256  # synced sessions whose billing is committed (and records saved) together
+COMMIT_EVERY = 256  # synced sessions whose billing is committed (and records kept) together
+SAVE_EVERY = 2.0   # s: the records kept are saved at most this often (and at the end)
 FEW = 2            # an agent with no more sources changed than this syncs them without the pool
 SWITCH = 0.001     # s: a thread of the pool gives the others (this one, back from a system call) their turn this
                    # soon, not after Python's 5 ms (a first import of 2,000 sessions: 4.3 -> 3.9 s, medians of 8)
@@ -434,7 +494,8 @@ def everything(names, dry_run, verbose, warn, env=None):
     (jobs.ordered: _take), else each is read as it is taken. Each session
     file's single sync runs in a small pool of threads while the next
     sources are taken, so that the disk's waits overlap. A source's record
-    is saved once its file is synced; the directories of new files are
+    is kept once its file is synced, and saved (Records) every SAVE_EVERY
+    and at the end; the directories of new files are
     synced once each at the end (a record whose file did not survive a
     power loss finds it missing and reads the source again from the top).
     One run at a time (_lock); a dry run writes nothing and takes no lock."""
@@ -481,7 +542,8 @@ def _everything(names, dry_run, verbose, warn, env):
     old = load_index(env)
     index = {}
     billing = Billing(env)
-    run = _Run(env, summary, index, warn, billing)
+    records = Records(env)
+    run = _Run(env, summary, index, warn, billing, records)
     try:
         todo = []       # (mod, source, stat, few): the sources changed, agent by agent, each in its order
         for name, mod in available(names or agents.AGENTS):
@@ -511,7 +573,7 @@ def _everything(names, dry_run, verbose, warn, env):
             few = len(changed) <= FEW
             todo += [(mod, source, st, few) for source, st in changed]
         if todo:
-            _take_all(todo, run, dry_run, verbose, warn, summary, billing, env)
+            _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env)
         run.wait()
         ended = True
     finally:
@@ -523,11 +585,24 @@ def _everything(names, dry_run, verbose, warn, env):
                 if ended:       # else the error that stopped the run is the one to say
                     raise
             if index != old:
+                _forget_gone(old, index, records, env)
                 save_index(index, env)
     return summary
 
 
-def _take_all(todo, run, dry_run, verbose, warn, summary, billing, env):
+def _forget_gone(old, index, records, env):
+    """The records of the sources of the last run that are gone (Claude Code
+    deletes old transcripts) dropped; on a first run (or the first of new
+    code), the records of earlier versions swept."""
+    if not old:
+        _sweep_old_records(env)
+    for source in old:
+        if source not in index and not os.path.lexists(_file_of(source)):
+            records.drop(source)
+    records.save()
+
+
+def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env):
     """Import the sources of `todo` in order, each one's sync submitted to the
     run. When there are many, worker processes read them ahead (forked here,
     before the pool has a thread), this process taking each one's entries
@@ -536,14 +611,17 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, env):
 
     # an opencode database's session (DATABASE#ID) is read here: over AHEAD, whatever its file's size
     sizes = [st.st_size if "#" not in source else AHEAD + 1 for _, source, st, _ in todo]
-    ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], env), sizes, AHEAD, AHEAD_FROM)
+    for _, source, _, _ in todo:    # their buckets loaded before the workers start: they have them
+        records.get(source)
+    ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], records), sizes, AHEAD, AHEAD_FROM)
     try:
         for i, ok, value in ahead:
             mod, source, st, few = todo[i]
             try:
                 if ok is False:
                     raise value
-                job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env, value)
+                job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, records, env,
+                                   value)
             except BillingError:
                 raise
             except (PantoError, OSError) as e:
@@ -559,12 +637,16 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, env):
 class _Run:
     """The syncs in flight, and what follows each: the source's record."""
 
-    def __init__(self, env, summary, index, warn, billing):
-        self.env, self.summary, self.index, self.warn, self.billing = env, summary, index, warn, billing
+    def __init__(self, env, summary, index, warn, billing, records):
+        import time
+
+        self.env, self.summary, self.index, self.warn, self.billing, self.records = \
+            env, summary, index, warn, billing, records
         self.pool = None
         self.jobs = []            # (source, stat, job, future of its sync)
-        self.saves = []           # (source, stat, future of its record's save)
-        self.synced = []          # (source, stat, job): synced, their records to save after the next commit
+        self.synced = []          # (source, stat, job): synced, their records to keep after the next commit
+        self.unsaved = []         # (source, stat): records kept, not saved yet
+        self.saved_at = time.monotonic()
         self.dirs = set()
 
     def submit(self, source, st, job, few=False):
@@ -604,27 +686,33 @@ class _Run:
     def _commit(self):
         """Who paid for the synced sessions' responses committed (once for
         many: each commit rewrites the pages its keys fell on), then their
-        records saved."""
+        records kept, and saved when SAVE_EVERY has passed since the last
+        save (a kill loses at most that much of the records: their sources
+        are read again, nothing is written twice)."""
+        import time
+
         self.billing.commit()
         done, self.synced = self.synced, []
-        for source, st, job in done:        # saved by the pool too: a new file's creation waits on the journal
-            self.saves.append((source, st, self._call(save, source, job.record(), self.env)))
-        while len(self.saves) > 4 * IN_FLIGHT:
-            self._saved(self.saves.pop(0))
+        for source, st, job in done:
+            self.records.put(source, job.record())
+            self.unsaved.append((source, st))
+        if time.monotonic() - self.saved_at >= SAVE_EVERY:
+            self._save()
 
-    def _saved(self, item):
-        source, st, future = item
-        try:
-            if future.result():
+    def _save(self):
+        """The records saved; the sources whose records are, in the index."""
+        import time
+
+        failed = self.records.save()
+        for source, st in self.unsaved:
+            if not failed or _bucket(source) not in failed:
                 self.index[source] = identity(st)
-        except OSError as e:
-            self.warn(why(source, e))
-            self.summary.failed += 1
+        self.unsaved = []
+        self.saved_at = time.monotonic()
 
     def wait(self):
         self._settle(len(self.jobs))
-        while self.saves:
-            self._saved(self.saves.pop(0))
+        self._save()
         from pantolib import files
 
         for d in sorted(self.dirs):
@@ -686,10 +774,10 @@ class _Job:
                 "state": self.reader.state, "session": self.target, "sid": self.sid}
 
 
-def _begin(mod, source, st, env):
+def _begin(mod, source, st, records):
     """Where a source is read on from: (start, its session file or None, its
     session id or None, the reader)."""
-    rec = load(source, env)
+    rec = records.get(source)
     start, state = resume_point(source, rec, st)
     target = rec.get("session") if rec and start else None
     if start and not (isinstance(target, str) and os.path.lexists(target)):
@@ -709,12 +797,12 @@ def _lines(reader):
             yield None, obj, obj["id"], False, obj.pop("_billing", None)
 
 
-def _take(mod, source, st, env):
+def _take(mod, source, st, records):
     """In a worker: one source read whole, its entries written as lines
     (plain values only: _read_source takes them as _lines gives them)."""
     from pantolib import stream
 
-    start, target, sid, reader = _begin(mod, source, st, env)
+    start, target, sid, reader = _begin(mod, source, st, records)
     lines = []
     for _, obj, eid, _, b in _lines(reader):
         lines.append((stream.dumps(obj), None, eid, stream.is_assistant(obj), b))
@@ -738,7 +826,7 @@ class _Taken:
         self.end, self.state, self.skipped, self.bad, self.crc = end, state, skipped, bad, crc
 
 
-def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env, taken=None):
+def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, records, env, taken=None):
     """Read one source on from its remembered offset into a Batch (nothing
     synced yet); the _Job that finishes it, or None (a dry run). taken: what
     a worker read of it (_take), else it is read here."""
@@ -747,7 +835,7 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, env,
     from pantolib import session, stream
 
     if taken is None:
-        start, target, sid, reader = _begin(mod, source, st, env)
+        start, target, sid, reader = _begin(mod, source, st, records)
         lines = _lines(reader)
     else:
         start, target, sid, lines, *rest = taken

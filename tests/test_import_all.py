@@ -401,3 +401,75 @@ def test_an_archived_copy_of_an_active_rollout_is_left_out(agents_home):
     assert run_all().startswith("panto-log: 2 sessions (2 new")
     assert len(lines(read(session_file(CX_SID, "/home/u/cx")))) == 5
     assert os.path.exists(session_file(other, "/home/u/cx"))
+
+
+def _import_state():
+    return os.path.join(os.environ["XDG_STATE_HOME"], "panto", "import")
+
+
+def _buckets():
+    d = _import_state()
+    return sorted(os.path.join(d, n) for n in os.listdir(d) if n.startswith("offsets-"))
+
+
+def _grow_claude_sessions(home, count):
+    for i in range(count):
+        sid = f"{i:08x}-2222-4333-8444-555555555555"
+        more = cc_session(sid, n=1, start=25, cwd=f"/home/u/p{i % 3}")
+        more[0]["parentUuid"] = f"{sid[:8]}-b24"
+        write(cc_path(home, sid, f"-home-u-p{i % 3}"), more, mode="ab")
+
+
+def test_records_are_kept_in_a_few_files_and_hostile_ones_change_nothing(agents_home, tmp_path):
+    """Where each source was read to is kept in at most 16 files (0600), not
+    one per source, and the one-file-per-source records of earlier versions
+    are swept. A bucket that is garbage, a FIFO, a folder or another
+    bucket's is read as nothing: its sources are read again from the top,
+    without a hang and without writing anything twice."""
+    _claude_sessions(agents_home, 40)
+    os.makedirs(_import_state(), mode=0o700)
+    earlier = os.path.join(_import_state(), "0123456789abcdef0123456789abcdef.json")
+    with open(earlier, "wb") as f:
+        f.write(b'{"source": "/gone", "end": 1}')
+    assert run_all().endswith("(40 new, 0 grown, 0 unchanged), added 2000 entries; skipped: split line 1000")
+    buckets = _buckets()
+    assert 1 < len(buckets) <= 16 and not os.path.exists(earlier)
+    assert not [n for n in os.listdir(_import_state()) if n.endswith(".json")]
+    assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in buckets)
+    _grow_claude_sessions(agents_home, 40)
+    expected, _ = reference(tmp_path)
+    other = read(buckets[0])
+    for i, p in enumerate(buckets):
+        os.unlink(p)
+        kind = i % 4
+        if kind == 0:
+            with open(p, "wb") as f:
+                f.write(b"\x00garbage" * 100)
+        elif kind == 1:
+            os.mkfifo(p, 0o600)
+        elif kind == 2:
+            os.mkdir(p, 0o700)
+        else:
+            with open(p, "wb") as f:
+                f.write(other)
+    # every source read again from the top (its split lines seen again), only its new turn written
+    assert run_all().endswith("(0 new, 40 grown, 0 unchanged), added 80 entries; skipped: split line 1040")
+    assert sessions_in(os.environ["PANTO_SESSION_DIR"]) == expected
+    # (a folder is not replaced: its sources are read again each run, writing nothing)
+    assert "(0 new, 0 grown, 40 unchanged), added 0 entries" in run_all()
+    assert sessions_in(os.environ["PANTO_SESSION_DIR"]) == expected
+
+
+def test_the_record_of_a_source_deleted_is_forgotten(agents_home):
+    """Claude Code deletes transcripts after 30 days: their records do not pile up."""
+    _claude_sessions(agents_home, 3)
+    run_all()
+    gone, kept = (cc_path(agents_home, f"{i:08x}-2222-4333-8444-555555555555", f"-home-u-p{i}") for i in (1, 2))
+
+    def remembered():
+        return b"".join(read(p) for p in _buckets())
+
+    assert gone.encode() in remembered() and kept.encode() in remembered()
+    os.unlink(gone)
+    assert run_all().endswith("(0 new, 0 grown, 2 unchanged), added 0 entries")
+    assert gone.encode() not in remembered() and kept.encode() in remembered()

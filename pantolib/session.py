@@ -763,10 +763,15 @@ class Batch:
             f.dirty = not self.lean
             self.buf, self.buf_size = [], 0
 
-    def _create(self):
+    def _create(self, last=False):
+        """The file made of what is pending; last: nothing is added after
+        (finish), so the file made is not opened again."""
         data = b"".join(self.pending)
         if files.create(self.path, data, "could not create the session file", self.sync_dir):
             self.written += len(self.pending) - 1
+            if last:
+                self.pending, self.ids, self.lean = [], set(), True
+                return
             # What this run adds next has ids of its own (the reader gives each once):
             # no node is kept per entry, and so no index cache is written for the file.
             self.file = _File.created(self.path, self.header, self.header_raw, {}, [], self.env)
@@ -790,7 +795,7 @@ class Batch:
         if self.file is None:
             if not self.assistant:
                 return None
-            self._create()
+            self._create(last=True)
             if self.lean:       # made whole, and synced, by files.create
                 return self.written
         # (or another writer made it first: what it lacks was added to it, to write and sync)

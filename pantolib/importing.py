@@ -797,17 +797,99 @@ def _lines(reader):
             yield None, obj, obj["id"], False, obj.pop("_billing", None)
 
 
+_ENTRY, _ASSISTANT, _HEADER = 0, 1, 2     # the kinds of the lines of a _Lines
+
+
+class _Lines:
+    """A source's lines as a worker sends them (_take): few objects, however
+    many lines (the parent unpacks each answer while the workers run). The
+    lines joined in one bytes object, their lengths, their ids (None: the
+    session header), their kinds, and (index, _billing) of those that may
+    have been paid for elsewhere."""
+
+    def __init__(self, data, sizes, eids, kinds, billed):
+        self.data, self.sizes, self.eids, self.kinds, self.billed = data, sizes, eids, kinds, billed
+
+    def fresh(self):
+        """Whether the lines are a session whole, from its header on (one, first)."""
+        return self.kinds[:1] == bytes((_HEADER,)) and self.kinds.count(_HEADER) == 1
+
+    def raws(self):
+        out, at, data = [], 0, self.data
+        for size in self.sizes:
+            out.append(data[at:at + size])
+            at += size
+        return out
+
+    def __iter__(self):
+        """As _lines gives them."""
+        billed = dict(self.billed)
+        for i, (raw, eid, kind) in enumerate(zip(self.raws(), self.eids, self.kinds)):
+            yield raw, None, eid, kind == _ASSISTANT, billed.get(i)
+
+
 def _take(mod, source, st, records):
     """In a worker: one source read whole, its entries written as lines
-    (plain values only: _read_source takes them as _lines gives them)."""
+    (plain values only: _read_source takes them as _Lines)."""
     from pantolib import stream
 
     start, target, sid, reader = _begin(mod, source, st, records)
-    lines = []
+    raws, sizes, eids, kinds, billed = [], [], [], bytearray(), []
     for _, obj, eid, _, b in _lines(reader):
-        lines.append((stream.dumps(obj), None, eid, stream.is_assistant(obj), b))
-    return (start, target, sid, lines, reader.end, reader.state, reader.skipped, reader.bad,
-            _crc_of(source, reader.end))
+        if b is not None:
+            billed.append((len(raws), b))
+        raw = stream.dumps(obj)
+        raws.append(raw)
+        sizes.append(len(raw))
+        eids.append(eid)
+        kinds.append(_HEADER if eid is None else _ASSISTANT if stream.is_assistant(obj) else _ENTRY)
+    return (start, target, sid, (b"".join(raws), sizes, eids, bytes(kinds), billed), reader.end, reader.state,
+            reader.skipped, reader.bad, _crc_of(source, reader.end))
+
+
+def _fresh(lines, billing, env, warn):
+    """A source's lines (_Lines) that are a session whole, into a Batch for its
+    file when there is none: all at once, not line by line (a first import).
+    (batch, entries added, session id, file), or None (the file is there:
+    its lines are taken one by one, those it has left out)."""
+    import orjson
+
+    from pantolib import session, stream
+
+    data, sizes = lines.data, lines.sizes
+    head = data[:sizes[0]]
+    obj = orjson.loads(head)
+    sid, target = obj["id"], paths.session_path(obj, env)
+    if os.path.lexists(target):
+        return None
+    batch = session.Batch(target, obj, head, env=env, warn=warn, sync_dir=False)
+    if batch.file is not None:      # made meanwhile
+        batch.close()
+        return None
+    try:
+        body = data[sizes[0]:]
+        if lines.billed:
+            payers = billing.payers([b for _, b in lines.billed], sid)
+            elsewhere = {k: payer for (k, _), payer in zip(lines.billed, payers) if payer != sid}
+            if elsewhere:
+                raws = lines.raws()
+                for k, payer in elsewhere.items():
+                    raws[k] = stream.dumps(_billed_in(orjson.loads(raws[k]), payer))
+                body = b"".join(raws[1:])
+        batch.add_lines(body, len(sizes) - 1, _ASSISTANT in lines.kinds)
+    except BaseException:
+        batch.close()
+        raise
+    return batch, len(sizes) - 1, sid, target
+
+
+def _billed_in(obj, payer):
+    """An entry whose response another session paid for: without its usage, naming that session."""
+    obj.pop("usage", None)
+    if type(obj.get("message")) is dict:
+        obj["message"].pop("usage", None)
+    obj["billedIn"] = payer
+    return obj
 
 
 def _crc_of(source, end):
@@ -838,11 +920,17 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
         start, target, sid, reader = _begin(mod, source, st, records)
         lines = _lines(reader)
     else:
-        start, target, sid, lines, *rest = taken
+        start, target, sid, packed, *rest = taken
+        lines = _Lines(*packed)
         reader = _Taken(*rest)
     batch = None
     added = 0
     existed = start > 0
+    if taken is not None and not dry_run and lines.fresh():
+        made = _fresh(lines, billing, env, warn)
+        if made is not None:
+            batch, added, sid, target = made
+            lines = ()
     held, billed = [], []       # entries waiting for who paid for their responses (asked together)
 
     def let_go():
@@ -851,11 +939,7 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
         for (k, _), payer in zip(billed, payers):
             if payer != sid:
                 entry = held[k]
-                obj = entry[1] if entry[1] is not None else orjson.loads(entry[0])
-                obj.pop("usage", None)
-                if type(obj.get("message")) is dict:
-                    obj["message"].pop("usage", None)
-                obj["billedIn"] = payer
+                obj = _billed_in(entry[1] if entry[1] is not None else orjson.loads(entry[0]), payer)
                 entry[0], entry[1] = None, obj
         for raw, obj, eid, assistant in held:
             if batch.add(raw if raw is not None else stream.dumps(obj), obj, eid, assistant):

@@ -679,6 +679,15 @@ class Writer:
             self.file = None
 
 
+def _lines_of(data):
+    """Whole lines (each ending in a line feed) one by one."""
+    at = 0
+    while at < len(data):
+        end = data.index(b"\n", at) + 1
+        yield data[at:end]
+        at = end
+
+
 class Batch:
     """Many entries of one session written at once (panto-log import --all):
     a new file through deferred atomic creation (§4: nothing until an
@@ -699,6 +708,7 @@ class Batch:
         self.file = None
         self.pending = [header_raw] if header_raw is not None else []
         self.pending_size = 0
+        self.pending_lines = 0      # the entries' lines in pending (after the header)
         self.ids = set()
         self.assistant = False
         self.buf, self.buf_size = [], 0
@@ -734,6 +744,7 @@ class Batch:
             self.ids.add(eid)
             self.pending.append(raw)
             self.pending_size += len(raw)
+            self.pending_lines += 1
             self.assistant = self.assistant or (assistant if obj is None else stream.is_assistant(obj))
             if self.assistant and self.pending_size > self.LIMIT:
                 self._create()
@@ -749,6 +760,23 @@ class Batch:
         if self.buf_size >= 1 << 20:
             self._flush()
         return True
+
+    def add_lines(self, data, count, assistant):
+        """The lines of `count` entries the session cannot have (each line
+        whole), all at once: only before the file is made, and for a session
+        whose every entry comes once (the reader gives each id once).
+        assistant: whether one of them is an assistant message. Once the
+        file is made they are added one by one."""
+        if self.file is not None:
+            for raw in _lines_of(data):
+                self.add(raw, stream.loads(raw))
+            return
+        self.pending.append(data)
+        self.pending_size += len(data)
+        self.pending_lines += count
+        self.assistant = self.assistant or assistant
+        if self.assistant and self.pending_size > self.LIMIT:
+            self._create()
 
     def _flush(self):
         f = self.file
@@ -768,24 +796,26 @@ class Batch:
         (finish), so the file made is not opened again."""
         data = b"".join(self.pending)
         if files.create(self.path, data, "could not create the session file", self.sync_dir):
-            self.written += len(self.pending) - 1
+            lines, self.pending_lines = self.pending_lines + 1, 0
+            self.written += lines - 1
             if last:
                 self.pending, self.ids, self.lean = [], set(), True
                 return
             # What this run adds next has ids of its own (the reader gives each once):
             # no node is kept per entry, and so no index cache is written for the file.
             self.file = _File.created(self.path, self.header, self.header_raw, {}, [], self.env)
-            self.file.size, self.file.lines, self.file.dirty = len(data), len(self.pending), False
+            self.file.size, self.file.lines, self.file.dirty = len(data), lines, False
             self.lean = True
             self.file.hold()
             self.pending, self.ids = [], set()
             return
         # created meanwhile by another writer: add what it lacks
-        waiting, self.pending, self.ids = self.pending[1:], [], set()
+        waiting, self.pending, self.ids, self.pending_lines = self.pending[1:], [], set(), 0
         files.wait_for_content(self.path)
         self._open()
-        for raw in waiting:
-            self.add(raw, stream.loads(raw))
+        for chunk in waiting:       # (a chunk of add_lines holds several lines)
+            for raw in _lines_of(chunk):
+                self.add(raw, stream.loads(raw))
 
     def finish(self):
         """Make everything added durable: create the file (when an assistant

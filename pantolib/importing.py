@@ -14,8 +14,8 @@ last run are kept together in one index file) and writes nothing.
 A response copied into several files is paid once: the first copy imported
 keeps its usage, later ones carry "billedIn" (the session that paid). Which
 response was imported where is kept in a small SQLite table beside the
-offsets, committed before the records of the files synced since are kept
-(every COMMIT_EVERY files, and at the end).
+offsets, committed just before the records of the files synced since are
+saved (every SAVE_EVERY, and at the end).
 """
 import os
 
@@ -476,8 +476,7 @@ class Summary:
 
 
 IN_FLIGHT = 8      # sessions whose sync runs while the next sources are read
-COMMIT_EVERY = 256  # synced sessions whose billing is committed (and records kept) together
-SAVE_EVERY = 2.0   # s: the records kept are saved at most this often (and at the end)
+SAVE_EVERY = 2.0   # s: who paid is committed and the records kept are saved at most this often (and at the end)
 FEW = 2            # an agent with no more sources changed than this syncs them without the pool
 SWITCH = 0.001     # s: a thread of the pool gives the others (this one, back from a system call) their turn this
                    # soon, not after Python's 5 ms (a first import of 2,000 sessions: 4.3 -> 3.9 s, medians of 8)
@@ -644,7 +643,6 @@ class _Run:
             env, summary, index, warn, billing, records
         self.pool = None
         self.jobs = []            # (source, stat, job, future of its sync)
-        self.synced = []          # (source, stat, job): synced, their records to keep after the next commit
         self.unsaved = []         # (source, stat): records kept, not saved yet
         self.saved_at = time.monotonic()
         self.dirs = set()
@@ -666,43 +664,33 @@ class _Run:
         return _Done(fn, *args) if self.pool is None else self.pool.submit(fn, *args)
 
     def _settle(self, n):
-        """The oldest n jobs: their syncs done; once COMMIT_EVERY are (or at
-        the end), _commit."""
+        """The oldest n jobs: their syncs done, their records kept."""
+        import time
+
         group, self.jobs = self.jobs[:n], self.jobs[n:]
-        done = []
         for source, st, job, future in group:
             try:
                 future.result()
-                if job.new_dir is not None:
-                    self.dirs.add(job.new_dir)
-                done.append((source, st, job))
             except (PantoError, OSError) as e:
                 self.warn(why(source, e))
                 self.summary.failed += 1
-        self.synced += done
-        if len(self.synced) >= COMMIT_EVERY or not self.jobs:
-            self._commit()
-
-    def _commit(self):
-        """Who paid for the synced sessions' responses committed (once for
-        many: each commit rewrites the pages its keys fell on), then their
-        records kept, and saved when SAVE_EVERY has passed since the last
-        save (a kill loses at most that much of the records: their sources
-        are read again, nothing is written twice)."""
-        import time
-
-        self.billing.commit()
-        done, self.synced = self.synced, []
-        for source, st, job in done:
+                continue
+            if job.new_dir is not None:
+                self.dirs.add(job.new_dir)
             self.records.put(source, job.record())
             self.unsaved.append((source, st))
         if time.monotonic() - self.saved_at >= SAVE_EVERY:
             self._save()
 
     def _save(self):
-        """The records saved; the sources whose records are, in the index."""
+        """Who paid for the synced sessions' responses committed (once for
+        many: each commit rewrites the pages its keys fell on), then their
+        records saved (a kill loses at most SAVE_EVERY of them: their
+        sources are read again, nothing is written twice); the sources whose
+        records are, in the index."""
         import time
 
+        self.billing.commit()
         failed = self.records.save()
         for source, st in self.unsaved:
             if not failed or _bucket(source) not in failed:

@@ -277,11 +277,19 @@ class BillingError(PantoError):
     """The table of who paid failed: the run stops (no source is to blame)."""
 
 
+WHOLE = "whole"      # Billing: a response known by its whole billing list
+
+
 class Billing:
     """Which session paid for each API response imported (SQLite, opened on
     first use): the first session a response is imported into keeps its
-    usage; a copy elsewhere is written with billedIn. Known by (message id,
-    request id), and by message id alone when a copy is in a sidechain.
+    usage; a copy elsewhere is written with billedIn. A Claude Code
+    response ([message id, request id, sidechain]) is known by (message id,
+    request id), and by message id alone when a copy is in a sidechain (its
+    reader bills a copy within one file); any other agent's names the agent
+    first and is known by the whole list (pi: its time, model and tokens;
+    opencode: its times, model and tokens, or its session and message id),
+    a copy in the same session included (pi's rewritten version 1 files).
     Keys are 63-bit hashes of those names (an integer primary key: one
     B-tree lookup each).
 
@@ -343,10 +351,9 @@ class Billing:
         return int.from_bytes(blake2b(name.encode("utf-8", "surrogatepass"), 8), "big") >> 1
 
     def payers(self, billings, sid):
-        """The session that paid for each response named in billings (sid
-        where this is the first copy), looked up together: one query for
-        the lot, when the table may hold any. Within one file a response
-        comes once (the reader sees to it)."""
+        """The session that paid for each response named in billings (None
+        where this is the first copy, which pays), looked up together: one
+        query for the lot, when the table may hold any."""
         import sqlite3
 
         try:
@@ -361,12 +368,17 @@ class Billing:
                           f"the sessions written are whole: run the import again")
 
     def _payers(self, billings, sid):
+        import orjson
+
         if self.db is None:
             self._open()
         key = self._key
         asks = []
         for b in billings:
-            mid, rid, side = (list(b) + [None, None, False])[:3]
+            if len(b) != 3 or type(b[2]) is not bool:      # another agent's: the whole list
+                asks.append((WHOLE, key("k:" + orjson.dumps(list(b)).decode()), None, None))
+                continue
+            mid, rid, side = b
             m, s = key(f"m:{mid}"), key(f"s:{mid}")
             asks.append((side, m, s, None if side else key(f"p:{mid}\0{rid}")))
         known = {}      # the table's answers, then this call's own first copies
@@ -386,6 +398,13 @@ class Billing:
 
         out = []
         for side, m, s, p in asks:
+            if side is WHOLE:
+                found = look(m)
+                if found is None:
+                    new.setdefault(m, sid)
+                    known[m] = sid
+                out.append(found)
+                continue
             found = look(m) if side else look(p)
             if found is None and not side:
                 found = look(s)
@@ -394,8 +413,7 @@ class Billing:
                 for k, v in pairs:
                     new.setdefault(k, v)
                 known.update(pairs)
-                found = sid
-            out.append(found)
+            out.append(None if found == sid else found)
         if len(new) > self.PENDING:      # a huge file: memory stays bounded
             self._write()
         return out
@@ -858,7 +876,7 @@ def _fresh(lines, billing, env, warn):
         body = data[sizes[0]:]
         if lines.billed:
             payers = billing.payers([b for _, b in lines.billed], sid)
-            elsewhere = {k: payer for (k, _), payer in zip(lines.billed, payers) if payer != sid}
+            elsewhere = {k: payer for (k, _), payer in zip(lines.billed, payers) if payer is not None}
             if elsewhere:
                 raws = lines.raws()
                 for k, payer in elsewhere.items():
@@ -925,7 +943,7 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
         nonlocal added
         payers = billing.payers([b for _, b in billed], sid) if billed else ()
         for (k, _), payer in zip(billed, payers):
-            if payer != sid:
+            if payer is not None:
                 entry = held[k]
                 obj = _billed_in(entry[1] if entry[1] is not None else orjson.loads(entry[0]), payer)
                 entry[0], entry[1] = None, obj

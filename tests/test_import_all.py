@@ -13,7 +13,7 @@ import pytest
 from builders import lines, read
 from conftest import assert_clean_error, log
 from fixtures.records import (CC_SID, CX_SID, cc_assistant, cc_path, cc_session, cc_text, cc_usage, cc_user,
-                              cx_path, cx_session, write)
+                              cx_path, cx_session, oc_answer, oc_db, oc_user, write)
 
 B_SID = "22222222-2222-4333-8444-555555555555"
 
@@ -473,3 +473,61 @@ def test_the_record_of_a_source_deleted_is_forgotten(agents_home):
     os.unlink(gone)
     assert run_all().endswith("(0 new, 0 grown, 2 unchanged), added 0 entries")
     assert gone.encode() not in remembered() and kept.encode() in remembered()
+
+
+def _pi_session(sid, turns, parent=None):
+    """A pi session of `turns` (second, input tokens, output tokens): a prompt and an answer each."""
+    recs = [{"type": "session", "version": 3, "id": sid, "timestamp": "2026-01-02T10:00:00.000Z", "cwd": "/home/u/pi"}]
+    if parent:
+        recs[0]["parentSession"] = parent
+    prev = None
+    for n, (t, i, o) in enumerate(turns):
+        u, a = f"{n:04x}aaaa", f"{n:04x}bbbb"
+        ts = f"2026-01-02T10:{t // 60:02d}:{t % 60:02d}.000Z"
+        recs.append({"type": "message", "id": u, "parentId": prev, "timestamp": ts,
+                     "message": {"role": "user", "content": f"q{t}", "timestamp": 1767348000000 + t * 1000}})
+        recs.append({"type": "message", "id": a, "parentId": u, "timestamp": ts,
+                     "message": {"role": "assistant", "content": [{"type": "text", "text": f"a{t}"}],
+                                 "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
+                                 "usage": {"input": i, "output": o, "cacheRead": 0, "cacheWrite": 0,
+                                           "totalTokens": i + o}, "stopReason": "stop",
+                                 "timestamp": 1767348000000 + t * 1000 + 500}})
+        prev = a
+    return recs
+
+
+def test_pi_and_opencode_responses_are_each_paid_once_and_only_copies_are_billed_elsewhere(agents_home,
+                                                                                          monkeypatch):
+    """Each response of another agent is known by its whole billing (pi:
+    time, model, tokens; opencode: times, model, tokens): two sessions'
+    different responses are each paid by their own session, and only a
+    fork's copies are billed in the session they were copied from. (They
+    were all known by the agent's name: every response after the first
+    was billed in the first session imported.)"""
+    pi_dir = os.path.join(agents_home, "pi")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", pi_dir)
+    monkeypatch.setenv("OPENCODE_DATA_DIR", os.path.join(agents_home, "opencode"))
+    folder = os.path.join(pi_dir, "sessions", "--home-u-pi--")
+    a_sid, b_sid, f_sid = (f"0b5b1c2e-1111-4222-8333-44445555666{n}" for n in (1, 2, 3))
+    a = write(os.path.join(folder, f"2026-01-02T10-00-00-000Z_{a_sid}.jsonl"), _pi_session(a_sid, [(1, 10, 5), (2, 11, 6)]))
+    write(os.path.join(folder, f"2026-01-02T10-01-00-000Z_{b_sid}.jsonl"), _pi_session(b_sid, [(61, 12, 7)]))
+    write(os.path.join(folder, f"2026-01-02T10-02-00-000Z_{f_sid}.jsonl"),
+          _pi_session(f_sid, [(1, 10, 5), (2, 11, 6), (121, 13, 8)], parent=a))
+    oc = oc_db(os.path.join(agents_home, "opencode", "opencode.db"), "ses_one", [
+        oc_user("msg_01", 1, [{"type": "text", "text": "hi"}]),
+        oc_answer("msg_02", 2, [{"type": "text", "text": "one"}]),
+        oc_user("msg_03", 3, [{"type": "text", "text": "again"}]),
+        oc_answer("msg_04", 4, [{"type": "text", "text": "two"}])])
+    oc.close()
+    assert run_all().startswith("panto-log: 4 sessions (4 new")
+
+    def answers(sid, cwd):
+        path = session_file(sid, cwd) if sid else os.path.join(os.path.dirname(session_file("x", cwd)),
+                                                                *os.listdir(os.path.dirname(session_file("x", cwd))))
+        return [(e["message"].get("usage"), e.get("billedIn")) for e in lines(read(path))[1:]
+                if e.get("type") == "message" and e["message"]["role"] == "assistant"]
+
+    assert answers(a_sid, "/home/u/pi") == [({"input": 10, "output": 5}, None), ({"input": 11, "output": 6}, None)]
+    assert answers(b_sid, "/home/u/pi") == [({"input": 12, "output": 7}, None)]
+    assert answers(f_sid, "/home/u/pi") == [(None, a_sid), (None, a_sid), ({"input": 13, "output": 8}, None)]
+    assert answers(None, "/proj") == [({"input": 10, "output": 5}, None)] * 2    # its only session

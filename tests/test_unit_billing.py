@@ -1,7 +1,9 @@
 """importing.Billing, who paid for each response imported, against a model
 of its rule written out plainly: the first session a response is imported
-into pays for it (known by message id and request id, and by message id
-alone for a copy in a sidechain), and a later one names that session.
+into pays for it (None), and a later one names that session. A Claude Code
+response is known by message id and request id, and by message id alone
+for a copy in a sidechain; another agent's (pi, opencode) by its whole
+billing list, a second copy in the same session included.
 Whatever the moment the keys are written (at each commit, or at once when
 more than PENDING wait), whether the table is asked or not (a first import:
 empty), and across runs (closed and opened again), the answers are the
@@ -19,15 +21,23 @@ def _model(calls):
     for billings, sid in calls:
         known = {k: v for k, v in table.items()}
         got, first = [], []
-        for mid, rid, side in billings:
+        for b in billings:
+            if b[0] in ("pi", "opencode"):
+                k = ("k",) + tuple(b)
+                found = known.get(k)
+                if found is None:
+                    first.append((k, sid))
+                    known[k] = sid
+                got.append(found)
+                continue
+            mid, rid, side = b
             m, s, p = ("m", mid), ("s", mid), ("p", mid, rid)
             found = known.get(m) if side else known.get(p, known.get(s))
             if found is None:
                 pairs = [(m, sid), (s, sid)] if side else [(p, sid), (m, sid)]
                 first += pairs
                 known.update(pairs)
-                found = sid
-            got.append(found)
+            got.append(None if found in (None, sid) else found)
         for k, v in first:
             table.setdefault(k, v)
         answers.append(got)
@@ -35,12 +45,22 @@ def _model(calls):
 
 
 def _calls(rng, n):
-    """n files' billings: responses drawn from a small pool, so that many are copies."""
-    out = []
+    """n files' billings: responses drawn from a small pool, so that many are
+    copies; a Claude Code response comes once within a file (its reader
+    sees to it), pi's and opencode's may come twice."""
+    out, once = [], rng.randrange(n)
     for i in range(n):
-        mids = rng.sample(range(40), rng.randint(1, 12))     # a response comes once within a file
-        out.append(([(f"msg_{m}", f"req_{m % 7 if rng.random() < 0.9 else rng.randint(7, 9)}",
-                      rng.random() < 0.25) for m in mids], f"session-{i}"))
+        mids = rng.sample(range(40), rng.randint(1, 12))
+        billings = [(f"msg_{m}", f"req_{m % 7 if rng.random() < 0.9 else rng.randint(7, 9)}",
+                     rng.random() < 0.25) for m in mids]
+        for _ in range(rng.randint(0, 6)):
+            t = rng.randrange(12)
+            billings.insert(rng.randrange(len(billings) + 1),
+                            ["pi", f"2026-01-02T10:00:{t:02d}.000Z", "anthropic", "claude-sonnet-4-5", t, 5, 0, 0]
+                            if t % 2 else ["opencode", 1767348000000 + t, None, "anthropic", "m", t, 2])
+        if i == once:                   # one response twice in one session, none before it
+            billings += [["pi", f"once in {i}", "anthropic", "claude-sonnet-4-5", 1, 1, 0, 0]] * 2
+        out.append((billings, f"session-{i}"))
     return out
 
 
@@ -62,20 +82,36 @@ def test_the_payers_are_the_rules_whenever_the_keys_are_written(isolated, monkey
             billing = importing.Billing()
     billing.close()
     assert got == want
-    assert any(a != sid for answers, (_, sid) in zip(want, calls) for a in answers)   # copies were met
+    assert any(a not in (None, sid) for answers, (_, sid) in zip(want, calls) for a in answers)  # copies met
+    assert any(a == sid for answers, (_, sid) in zip(want, calls) for a in answers)   # within a session too
 
 
 def test_a_first_import_asks_the_table_only_of_keys_it_wrote_and_a_later_run_of_all(isolated):
     billing = importing.Billing()
-    assert billing.payers([("msg_1", "req_1", False)], "a") == ["a"]
+    assert billing.payers([("msg_1", "req_1", False)], "a") == [None]
     assert billing.asked is False and billing.written is None     # empty when opened, nothing written yet
     billing.commit()
     key = billing._key
     assert billing._wrote(key("p:msg_1\0req_1")) and billing._wrote(key("m:msg_1"))
     assert sum(billing._wrote(key(f"p:msg_{i}\0req_{i}")) for i in range(2, 1002)) <= 5    # a few in vain
-    assert billing.payers([("msg_1", "req_1", False), ("msg_2", "req_2", False)], "b") == ["a", "b"]
+    assert billing.payers([("msg_1", "req_1", False), ("msg_2", "req_2", False)], "b") == ["a", None]
     billing.close()
     again = importing.Billing()
-    assert again.payers([("msg_1", "req_1", False), ("msg_3", "req_3", False)], "c") == ["a", "c"]
+    assert again.payers([("msg_1", "req_1", False), ("msg_3", "req_3", False)], "c") == ["a", None]
     assert again.asked is True
     again.close()
+
+
+def test_two_pi_or_opencode_responses_are_two_and_the_same_one_twice_is_one(isolated):
+    """Another agent's responses were once all known by their first field
+    (the agent's name): every pi response after the first was billed in the
+    first session imported."""
+    billing = importing.Billing()
+    one = ["pi", "2026-01-02T10:00:02.000Z", "anthropic", "claude-sonnet-4-5", 10, 5, 0, 0]
+    two = ["pi", "2026-01-02T10:00:09.000Z", "anthropic", "claude-sonnet-4-5", 11, 6, 0, 0]
+    oc = ["opencode", 1767348000000, 1767348001000, "anthropic", "claude-sonnet-4-5", 1, 2, 0, 0, 0]
+    assert billing.payers([one], "a") == [None]
+    assert billing.payers([two, oc], "b") == [None, None]
+    assert billing.payers([one, two, oc, oc], "c") == ["a", "b", "b", "b"]
+    assert billing.payers([["opencode", 1767348000001] + oc[2:]], "c") == [None]
+    billing.close()

@@ -280,6 +280,24 @@ class BillingError(PantoError):
 WHOLE = "whole"      # Billing: a response known by its whole billing list
 
 
+def _key(name):
+    return int.from_bytes(blake2b(name.encode("utf-8", "surrogatepass"), 8), "big") >> 1
+
+
+def ask(billing):
+    """The keys a response is known by (Billing), of its "_billing" list:
+    (sidechain, message id's, its sidechain copy's, with the request id's)
+    for Claude Code's [message id, request id, sidechain]; (WHOLE, the
+    list's, None, None) for any other agent's. Hashed where the source is
+    read (in a worker, when there are workers)."""
+    if len(billing) != 3 or type(billing[2]) is not bool:
+        import orjson
+
+        return WHOLE, _key("k:" + orjson.dumps(list(billing)).decode()), None, None
+    mid, rid, side = billing
+    return side, _key(f"m:{mid}"), _key(f"s:{mid}"), None if side else _key(f"p:{mid}\0{rid}")
+
+
 class Billing:
     """Which session paid for each API response imported (SQLite, opened on
     first use): the first session a response is imported into keeps its
@@ -346,18 +364,16 @@ class Billing:
         self.db.execute("BEGIN")
         self.asked = self.db.execute("SELECT 1 FROM paid2 LIMIT 1").fetchone() is not None
 
-    @staticmethod
-    def _key(name):
-        return int.from_bytes(blake2b(name.encode("utf-8", "surrogatepass"), 8), "big") >> 1
+    _key = staticmethod(_key)
 
-    def payers(self, billings, sid):
-        """The session that paid for each response named in billings (None
-        where this is the first copy, which pays), looked up together: one
+    def payers(self, asks, sid):
+        """The session that paid for each response asked of (`ask`): None
+        where this is the first copy, which pays. Looked up together: one
         query for the lot, when the table may hold any."""
         import sqlite3
 
         try:
-            return self._payers(billings, sid)
+            return self._payers(asks, sid)
         except sqlite3.Error as e:
             raise self._failed(e) from None
 
@@ -367,20 +383,9 @@ class Billing:
         return BillingError(f"'{where}': could not keep which session paid for each response ({e}); "
                           f"the sessions written are whole: run the import again")
 
-    def _payers(self, billings, sid):
-        import orjson
-
+    def _payers(self, asks, sid):
         if self.db is None:
             self._open()
-        key = self._key
-        asks = []
-        for b in billings:
-            if len(b) != 3 or type(b[2]) is not bool:      # another agent's: the whole list
-                asks.append((WHOLE, key("k:" + orjson.dumps(list(b)).decode()), None, None))
-                continue
-            mid, rid, side = b
-            m, s = key(f"m:{mid}"), key(f"s:{mid}")
-            asks.append((side, m, s, None if side else key(f"p:{mid}\0{rid}")))
         known = {}      # the table's answers, then this call's own first copies
         if self.asked or self.written is not None:
             wanted = list({k for side, m, s, p in asks for k in ((m,) if side else (p, s))})
@@ -795,12 +800,13 @@ def _begin(mod, source, st, records):
 def _lines(reader):
     """A reader's entries as _read_source takes them: (line or None, entry or
     None, id (None: the session header), whether an assistant message (when
-    there is no entry), who may have paid for it (_billing) or None)."""
+    there is no entry), who may have paid for it (`ask` of its _billing) or None)."""
     for obj in reader:
         if obj.get("type") == "session":
             yield None, obj, None, False, None
         else:
-            yield None, obj, obj["id"], False, obj.pop("_billing", None)
+            b = obj.pop("_billing", None)
+            yield None, obj, obj["id"], False, None if b is None else ask(b)
 
 
 _ENTRY, _ASSISTANT, _HEADER = 0, 1, 2     # the kinds of the lines of a _Lines
@@ -810,8 +816,8 @@ class _Lines:
     """A source's lines as a worker sends them (_take): few objects, however
     many lines (the parent unpacks each answer while the workers run). The
     lines joined in one bytes object, their lengths, their ids (None: the
-    session header), their kinds, and (index, _billing) of those that may
-    have been paid for elsewhere."""
+    session header), their kinds, and (index, `ask` of its _billing) of
+    those that may have been paid for elsewhere."""
 
     def __init__(self, data, sizes, eids, kinds, billed):
         self.data, self.sizes, self.eids, self.kinds, self.billed = data, sizes, eids, kinds, billed

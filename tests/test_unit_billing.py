@@ -15,6 +15,10 @@ import pytest
 from pantolib import importing
 
 
+def _asks(billings):
+    return [importing.ask(b) for b in billings]
+
+
 def _model(calls):
     """The rule, as the table would hold it were each call's first copies written at once."""
     table, answers = {}, []
@@ -73,7 +77,7 @@ def test_the_payers_are_the_rules_whenever_the_keys_are_written(isolated, monkey
     want = _model(calls)
     got, billing = [], importing.Billing()
     for i, (billings, sid) in enumerate(calls):
-        got.append(billing.payers(billings, sid))
+        got.append(billing.payers(_asks(billings), sid))
         r = rng.random()
         if r < 0.2:
             billing.commit()
@@ -88,16 +92,16 @@ def test_the_payers_are_the_rules_whenever_the_keys_are_written(isolated, monkey
 
 def test_a_first_import_asks_the_table_only_of_keys_it_wrote_and_a_later_run_of_all(isolated):
     billing = importing.Billing()
-    assert billing.payers([("msg_1", "req_1", False)], "a") == [None]
+    assert billing.payers(_asks([("msg_1", "req_1", False)]), "a") == [None]
     assert billing.asked is False and billing.written is None     # empty when opened, nothing written yet
     billing.commit()
     key = billing._key
     assert billing._wrote(key("p:msg_1\0req_1")) and billing._wrote(key("m:msg_1"))
     assert sum(billing._wrote(key(f"p:msg_{i}\0req_{i}")) for i in range(2, 1002)) <= 5    # a few in vain
-    assert billing.payers([("msg_1", "req_1", False), ("msg_2", "req_2", False)], "b") == ["a", None]
+    assert billing.payers(_asks([("msg_1", "req_1", False), ("msg_2", "req_2", False)]), "b") == ["a", None]
     billing.close()
     again = importing.Billing()
-    assert again.payers([("msg_1", "req_1", False), ("msg_3", "req_3", False)], "c") == ["a", None]
+    assert again.payers(_asks([("msg_1", "req_1", False), ("msg_3", "req_3", False)]), "c") == ["a", None]
     assert again.asked is True
     again.close()
 
@@ -110,8 +114,8 @@ def test_two_pi_or_opencode_responses_are_two_and_the_same_one_twice_is_one(isol
     one = ["pi", "2026-01-02T10:00:02.000Z", "anthropic", "claude-sonnet-4-5", 10, 5, 0, 0]
     two = ["pi", "2026-01-02T10:00:09.000Z", "anthropic", "claude-sonnet-4-5", 11, 6, 0, 0]
     oc = ["opencode", 1767348000000, 1767348001000, "anthropic", "claude-sonnet-4-5", 1, 2, 0, 0, 0]
-    assert billing.payers([one], "a") == [None]
-    assert billing.payers([two, oc], "b") == [None, None]
-    assert billing.payers([one, two, oc, oc], "c") == ["a", "b", "b", "b"]
-    assert billing.payers([["opencode", 1767348000001] + oc[2:]], "c") == [None]
+    assert billing.payers(_asks([one]), "a") == [None]
+    assert billing.payers(_asks([two, oc]), "b") == [None, None]
+    assert billing.payers(_asks([one, two, oc, oc]), "c") == ["a", "b", "b", "b"]
+    assert billing.payers(_asks([["opencode", 1767348000001] + oc[2:]]), "c") == [None]
     billing.close()

@@ -284,16 +284,16 @@ def _key(name):
     return int.from_bytes(blake2b(name.encode("utf-8", "surrogatepass"), 8), "big") >> 1
 
 
-def ask(billing):
+def ask(billing, eid):
     """The keys a response is known by (Billing), of its "_billing" list:
     (sidechain, message id's, its sidechain copy's, with the request id's)
     for Claude Code's [message id, request id, sidechain]; (WHOLE, the
-    list's, None, None) for any other agent's. Hashed where the source is
-    read (in a worker, when there are workers)."""
+    list's, the entry's id, None) for any other agent's. Hashed where the
+    source is read (in a worker, when there are workers)."""
     if len(billing) != 3 or type(billing[2]) is not bool:
         import orjson
 
-        return WHOLE, _key("k:" + orjson.dumps(list(billing)).decode()), None, None
+        return WHOLE, _key("k:" + orjson.dumps(list(billing)).decode()), eid, None
     mid, rid, side = billing
     return side, _key(f"m:{mid}"), _key(f"s:{mid}"), None if side else _key(f"p:{mid}\0{rid}")
 
@@ -307,7 +307,10 @@ class Billing:
     reader bills a copy within one file); any other agent's names the agent
     first and is known by the whole list (pi: its time, model and tokens;
     opencode: its times, model and tokens, or its session and message id),
-    a copy in the same session included (pi's rewritten version 1 files).
+    a copy in the same session included (pi's rewritten version 1 files):
+    the table keeps the entry that paid with its session, so that the same
+    entry read again (after a kill, before its session was synced) still
+    pays.
     Keys are 63-bit hashes of those names (an integer primary key: one
     B-tree lookup each).
 
@@ -403,12 +406,12 @@ class Billing:
 
         out = []
         for side, m, s, p in asks:
-            if side is WHOLE:
-                found = look(m)
+            if side == WHOLE:      # known as "SESSION ENTRY-ID": the same entry read again pays still
+                found, mine = look(m), f"{sid} {s}"
                 if found is None:
-                    new.setdefault(m, sid)
-                    known[m] = sid
-                out.append(found)
+                    new.setdefault(m, mine)
+                    known[m] = mine
+                out.append(None if found is None or found == mine else found.split(" ", 1)[0])
                 continue
             found = look(m) if side else look(p)
             if found is None and not side:
@@ -806,7 +809,7 @@ def _lines(reader):
             yield None, obj, None, False, None
         else:
             b = obj.pop("_billing", None)
-            yield None, obj, obj["id"], False, None if b is None else ask(b)
+            yield None, obj, obj["id"], False, None if b is None else ask(b, obj["id"])
 
 
 _ENTRY, _ASSISTANT, _HEADER = 0, 1, 2     # the kinds of the lines of a _Lines

@@ -531,3 +531,25 @@ def test_pi_and_opencode_responses_are_each_paid_once_and_only_copies_are_billed
     assert answers(b_sid, "/home/u/pi") == [({"input": 12, "output": 7}, None)]
     assert answers(f_sid, "/home/u/pi") == [(None, a_sid), (None, a_sid), ({"input": 13, "output": 8}, None)]
     assert answers(None, "/proj") == [({"input": 10, "output": 5}, None)] * 2    # its only session
+
+
+def test_a_pi_file_rewritten_as_version_3_adds_a_branch_whose_responses_are_paid_once(agents_home, monkeypatch):
+    """pi rewrites a version 1 file as version 3 when it opens it, giving its
+    entries ids: the file is read again from the top, and its entries come
+    in as a second branch of the same session (their ids are new), each
+    response billed in that session, not paid twice."""
+    pi_dir = os.path.join(agents_home, "pi")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", pi_dir)
+    sid = "0b5b1c2e-1111-4222-8333-444455556661"
+    path = os.path.join(pi_dir, "sessions", "--home-u-pi--", f"2026-01-02T10-00-00-000Z_{sid}.jsonl")
+    v3 = _pi_session(sid, [(1, 10, 5), (2, 11, 6)])
+    v1 = [{k: v for k, v in r.items() if k not in ("id", "parentId", "version")} for r in v3]
+    v1[0]["id"] = sid
+    write(path, v1)
+    assert run_all().startswith("panto-log: 1 session (1 new")
+    write(path, v3)
+    assert run_all().startswith("panto-log: 1 session (0 new, 1 grown")
+    answers = [(e["message"].get("usage"), e.get("billedIn")) for e in lines(read(session_file(sid, "/home/u/pi")))
+               if e.get("type") == "message" and e["message"]["role"] == "assistant"]
+    assert answers == [({"input": 10, "output": 5}, None), ({"input": 11, "output": 6}, None),
+                       (None, sid), (None, sid)]

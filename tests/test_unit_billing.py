@@ -3,7 +3,8 @@ of its rule written out plainly: the first session a response is imported
 into pays for it (None), and a later one names that session. A Claude Code
 response is known by message id and request id, and by message id alone
 for a copy in a sidechain; another agent's (pi, opencode) by its whole
-billing list, a second copy in the same session included.
+billing list, a second copy in the same session included (the same entry
+asked again, as after a kill, still pays).
 Whatever the moment the keys are written (at each commit, or at once when
 more than PENDING wait), whether the table is asked or not (a first import:
 empty), and across runs (closed and opened again), the answers are the
@@ -16,7 +17,8 @@ from pantolib import importing
 
 
 def _asks(billings):
-    return [importing.ask(b) for b in billings]
+    """Each billing asked as the entry of that place in its file."""
+    return [importing.ask(b, f"{i:08x}") for i, b in enumerate(billings)]
 
 
 def _model(calls):
@@ -25,14 +27,14 @@ def _model(calls):
     for billings, sid in calls:
         known = {k: v for k, v in table.items()}
         got, first = [], []
-        for b in billings:
-            if b[0] in ("pi", "opencode"):
-                k = ("k",) + tuple(b)
+        for i, b in enumerate(billings):
+            if b[0] in ("pi", "opencode"):      # known with the entry that paid
+                k, mine = ("k",) + tuple(b), (sid, i)
                 found = known.get(k)
                 if found is None:
-                    first.append((k, sid))
-                    known[k] = sid
-                got.append(found)
+                    first.append((k, mine))
+                    known[k] = mine
+                got.append(None if found in (None, mine) else found[0])
                 continue
             mid, rid, side = b
             m, s, p = ("m", mid), ("s", mid), ("p", mid, rid)
@@ -118,4 +120,20 @@ def test_two_pi_or_opencode_responses_are_two_and_the_same_one_twice_is_one(isol
     assert billing.payers(_asks([two, oc]), "b") == [None, None]
     assert billing.payers(_asks([one, two, oc, oc]), "c") == ["a", "b", "b", "b"]
     assert billing.payers(_asks([["opencode", 1767348000001] + oc[2:]]), "c") == [None]
+    billing.close()
+
+
+def test_the_entry_that_paid_asked_again_still_pays_and_another_in_its_session_is_a_copy(isolated):
+    """A kill can lose a session whose responses' keys were committed: read
+    again, the same entries still pay; pi's rewritten version 1 file gives
+    the same responses under new entry ids: copies, billed in their own
+    session."""
+    billing = importing.Billing()
+    one = ["pi", "2026-01-02T10:00:02.000Z", "anthropic", "claude-sonnet-4-5", 10, 5, 0, 0]
+    assert billing.payers([importing.ask(one, "aaaa0001")], "a") == [None]
+    billing.close()
+    billing = importing.Billing()
+    assert billing.payers([importing.ask(one, "aaaa0001")], "a") == [None]
+    assert billing.payers([importing.ask(one, "bbbb0002")], "a") == ["a"]
+    assert billing.payers([importing.ask(one, "aaaa0001")], "b") == ["a"]
     billing.close()

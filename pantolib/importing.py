@@ -290,10 +290,8 @@ def ask(billing, eid):
     for Claude Code's [message id, request id, sidechain]; (WHOLE, the
     list's, the entry's id, None) for any other agent's. Hashed where the
     source is read (in a worker, when there are workers)."""
-    if len(billing) != 3 or type(billing[2]) is not bool:
-        import orjson
-
-        return WHOLE, _key("k:" + orjson.dumps(list(billing)).decode()), eid, None
+    if len(billing) != 3 or type(billing[2]) is not bool:   # (repr: any value, huge numbers included)
+        return WHOLE, _key("k:" + repr(list(billing))), eid, None
     mid, rid, side = billing
     return side, _key(f"m:{mid}"), _key(f"s:{mid}"), None if side else _key(f"p:{mid}\0{rid}")
 

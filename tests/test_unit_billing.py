@@ -137,3 +137,15 @@ def test_the_entry_that_paid_asked_again_still_pays_and_another_in_its_session_i
     assert billing.payers([importing.ask(one, "bbbb0002")], "a") == ["a"]
     assert billing.payers([importing.ask(one, "aaaa0001")], "b") == ["a"]
     billing.close()
+
+
+def test_any_value_of_another_agents_billing_makes_a_key(isolated):
+    """opencode's tokens are whatever its database holds: a huge number, a
+    list, a float. The same values make the same key; others another."""
+    odd = ["opencode", 1767348000000, None, "anthropic", "m", 10 ** 30, [1, {"x": 2}], 1.5, None, "7"]
+    assert importing.ask(odd, "e1")[1] == importing.ask(list(odd), "e2")[1]
+    assert importing.ask(odd, "e1")[1] != importing.ask(odd[:-1] + [7], "e1")[1]
+    billing = importing.Billing()
+    assert billing.payers([importing.ask(odd, "e1")], "a") == [None]
+    assert billing.payers([importing.ask(odd, "e2")], "b") == ["a"]
+    billing.close()

@@ -78,6 +78,7 @@ class Files:
         self._quarters = {}   # for pricing.when_key
         self.entries, self.changed, self.seen = {}, False, set()
         self._ready = {}    # key: what a worker process found (read_ahead)
+        self._ahead, self._waiting = None, {}    # read_ahead's answers to come, and the keys they are for
         if self.use:
             data = persist.load(self.file, NAME)
             if (type(data) is dict and data.get("tiers") == self.tiers and data.get("zone") == self.zone
@@ -85,6 +86,7 @@ class Files:
                 self.entries = data["files"]
 
     def save(self):
+        self.close()
         if not (self.use and self.changed):
             return
         gone = [p for p in self.entries if p not in self.seen and not os.path.exists(p)]
@@ -102,8 +104,9 @@ class Files:
     def read_ahead(self, todo, span=None):
         """Read the files of `todo` ((name, os.stat) pairs, in the order read() will
         be asked for them) that the cache cannot answer in worker processes, when
-        there are enough of them (jobs.py); read() then hands out what each found,
-        errors included, and stores its cache entry as it would have itself."""
+        there are enough of them (jobs.ordered); read() then hands out what each
+        found as it comes, errors included, and stores its cache entry as it
+        would have itself. save() (or close()) ends the workers."""
         work, sizes, taken = [], [], set()
         for name, st in todo:
             key = _key(name)
@@ -120,10 +123,27 @@ class Files:
 
         if jobs.workers(len(work), sum(sizes)) <= 1:
             return
-        done = jobs.run(work, lambda item: self._job(item, span), sizes)
-        for i, (ok, value) in done.items():
-            name, st, key = work[i]
-            self._ready[key] = (st, span, ok, value)
+        # in order, as they come: the caller counts each file while the workers read the next ones
+        answers = jobs.ordered(work, lambda item: self._job(item, span), sizes, max(sizes))
+        self._ahead, self._waiting = (answers, work, span), {key: i for i, (_, _, key) in enumerate(work)}
+
+    def _take(self, key):
+        """The workers' answers up to the one for `key` (one nobody answered:
+        read() reads that file itself)."""
+        answers, work, span = self._ahead
+        for i, ok, value in answers:
+            _, st, k = work[i]
+            self._waiting.pop(k, None)
+            if ok is not None:
+                self._ready[k] = (st, span, ok, value)
+            if k == key:
+                return
+
+    def close(self):
+        """The workers ended, whatever they had still to answer."""
+        if self._ahead is not None:
+            self._ahead[0].close()
+            self._ahead, self._waiting = None, {}
 
     def _uncovered(self, key, st, span):
         """The bytes read() would read of the file (an estimate), or None when the cache answers."""
@@ -138,6 +158,7 @@ class Files:
         """In a worker: read() one file; (its File's fields or the error, and its new cache entry if any)."""
         name, st, key = item
         self.changed = False
+        self._ahead, self._waiting = None, {}    # (this worker's copy) it reads every file itself
         try:
             got, error = self.read(name, st, span), None
         except (SessionError, OSError) as e:
@@ -152,6 +173,8 @@ class Files:
         written in time order). The file is opened only when the cache cannot say."""
         key = _key(name)
         self.seen.add(key)
+        if key in self._waiting:
+            self._take(key)
         ready = self._ready.pop(key, None)
         if ready is not None and ready[0] is st and ready[1] == span and ready[2]:
             fields, error, entry = ready[3]

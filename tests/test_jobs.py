@@ -309,3 +309,35 @@ def _group_empty(pgid):
             except (OSError, IndexError, ValueError):
                 continue
     return True
+
+
+def test_a_report_counts_each_file_as_the_workers_answer_and_reads_none_itself(tmp_path, monkeypatch):
+    """tallies.Files.read_ahead: the workers read every file (jobs.ordered), and
+    the report takes each answer in its turn while they go on; had an answer
+    been refused (a worker asked for the next ones itself), the parent would
+    have read the file again, with the same result, only slower."""
+    from pantolib import models_toml, tallies
+
+    monkeypatch.setenv("PANTO_JOBS", "2")
+    files = []
+    for i in range(40):
+        sid = f"0199bbbb-0000-7000-8000-{i:012d}"
+        path = write(str(tmp_path / "s" / f"{sid}.jsonl"), [header(sid, "/home/me")] +
+                     turn(i, None, SONNET, "2026-04-20", {"input": i + 1, "output": 1}))
+        files.append((path, os.stat(path)))
+    readers, real = tmp_path / "readers", tallies.Files._read
+
+    def traced(self, f, name, *args):
+        with open(readers, "a") as out:
+            out.write(f"{os.getpid()}\n")
+        return real(self, f, name, *args)
+
+    monkeypatch.setattr(tallies.Files, "_read", traced)
+    (tmp_path / "models.toml").write_text(SEED_TOML)
+    reader = tallies.Files(models_toml.load(str(tmp_path / "models.toml")), use=False)
+    reader.read_ahead(files)
+    got = [reader.read(name, st) for name, st in files]
+    reader.close()
+    assert [g.header_id for g in got] == [f"0199bbbb-0000-7000-8000-{i:012d}" for i in range(40)]
+    pids = readers.read_text().split()
+    assert len(pids) == 40 and str(os.getpid()) not in pids

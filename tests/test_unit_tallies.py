@@ -203,12 +203,15 @@ def test_read_ahead_in_workers_hands_out_what_they_found(tmp_path, monkeypatch):
     bad.write_bytes(b'not json\n')
     todo = [(n, os.stat(n)) for n in names + [str(bad)]]
     files = tallies.Files(PRICES)
-    files.read_ahead(todo)
-    assert set(files._ready) == set(names + [str(bad)]) and files.entries == {}
-    assert [_tokens(files.read(n, st)) for n, st in todo[:3]] == [(1, 10, 5), (2, 20, 10), (3, 30, 15)]
+    files.read_ahead(todo)      # the answers are taken as read() asks for each file, in order
+    assert set(files._waiting) == set(names + [str(bad)]) and files._ready == {} and files.entries == {}
+    assert _tokens(files.read(*todo[0])) == (1, 10, 5)
+    assert set(files._waiting) == set(names[1:] + [str(bad)])
+    assert [_tokens(files.read(n, st)) for n, st in todo[1:3]] == [(2, 20, 10), (3, 30, 15)]
     with pytest.raises(SessionError):
         files.read(*todo[3])
-    assert files._ready == {} and set(files.entries) == set(names + [str(bad)])
+    assert files._waiting == {} and files._ready == {} and set(files.entries) == set(names + [str(bad)])
+    files.close()
 
 
 @pytest.mark.parametrize("span, inside", [

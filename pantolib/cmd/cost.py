@@ -198,19 +198,22 @@ class _Run:
         ahead = set()
         reader.read_ahead([(name, st) for name, st in files if _first_time(st, ahead)], span)
         every = len(inputs) - len(args["FILE"])   # the first ones come from --all
-        for i, (name, st) in enumerate(inputs):
-            if st is None:
-                self._count_stream(tally, cli.stdin(), "<stdin>")
-            elif i >= every:
-                if _first_time(st, seen):
-                    self._count(tally, reader, name, st, parts, i)
-            else:
-                try:
+        try:
+            for i, (name, st) in enumerate(inputs):
+                if st is None:
+                    self._count_stream(tally, cli.stdin(), "<stdin>")
+                elif i >= every:
                     if _first_time(st, seen):
                         self._count(tally, reader, name, st, parts, i)
-                except (SessionError, OSError) as e:
-                    why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-                    self.warn(f"skipped '{name}': {why}" if isinstance(e, OSError) else f"skipped {why}")
+                else:
+                    try:
+                        if _first_time(st, seen):
+                            self._count(tally, reader, name, st, parts, i)
+                    except (SessionError, OSError) as e:
+                        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                        self.warn(f"skipped '{name}': {why}" if isinstance(e, OSError) else f"skipped {why}")
+        finally:
+            reader.close()      # the workers end (an error stopped the count)
         reader.save()
 
         view = report.View.of(tally, by, self.lineages)

@@ -475,6 +475,12 @@ def test_the_record_of_a_source_deleted_is_forgotten(agents_home):
     assert gone.encode() not in remembered() and kept.encode() in remembered()
 
 
+def _answers(path):
+    """(usage, billedIn) of each assistant message of a session file."""
+    return [(e["message"].get("usage"), e.get("billedIn")) for e in lines(read(path))
+            if e.get("type") == "message" and e["message"]["role"] == "assistant"]
+
+
 def _pi_session(sid, turns, parent=None):
     """A pi session of `turns` (second, input tokens, output tokens): a prompt and an answer each."""
     recs = [{"type": "session", "version": 3, "id": sid, "timestamp": "2026-01-02T10:00:00.000Z", "cwd": "/home/u/pi"}]
@@ -521,16 +527,13 @@ def test_pi_and_opencode_responses_are_each_paid_once_and_only_copies_are_billed
     oc.close()
     assert run_all().startswith("panto-log: 4 sessions (4 new")
 
-    def answers(sid, cwd):
-        path = session_file(sid, cwd) if sid else os.path.join(os.path.dirname(session_file("x", cwd)),
-                                                                *os.listdir(os.path.dirname(session_file("x", cwd))))
-        return [(e["message"].get("usage"), e.get("billedIn")) for e in lines(read(path))[1:]
-                if e.get("type") == "message" and e["message"]["role"] == "assistant"]
-
-    assert answers(a_sid, "/home/u/pi") == [({"input": 10, "output": 5}, None), ({"input": 11, "output": 6}, None)]
-    assert answers(b_sid, "/home/u/pi") == [({"input": 12, "output": 7}, None)]
-    assert answers(f_sid, "/home/u/pi") == [(None, a_sid), (None, a_sid), ({"input": 13, "output": 8}, None)]
-    assert answers(None, "/proj") == [({"input": 10, "output": 5}, None)] * 2    # its only session
+    pi = "/home/u/pi"
+    assert _answers(session_file(a_sid, pi)) == [({"input": 10, "output": 5}, None), ({"input": 11, "output": 6}, None)]
+    assert _answers(session_file(b_sid, pi)) == [({"input": 12, "output": 7}, None)]
+    assert _answers(session_file(f_sid, pi)) == [(None, a_sid), (None, a_sid), ({"input": 13, "output": 8}, None)]
+    (opencode,) = os.listdir(os.path.dirname(session_file("x", "/proj")))     # its only session
+    assert _answers(os.path.join(os.path.dirname(session_file("x", "/proj")), opencode)) == \
+        [({"input": 10, "output": 5}, None)] * 2
 
 
 def test_a_pi_file_rewritten_as_version_3_adds_a_branch_whose_responses_are_paid_once(agents_home, monkeypatch):
@@ -549,7 +552,5 @@ def test_a_pi_file_rewritten_as_version_3_adds_a_branch_whose_responses_are_paid
     assert run_all().startswith("panto-log: 1 session (1 new")
     write(path, v3)
     assert run_all().startswith("panto-log: 1 session (0 new, 1 grown")
-    answers = [(e["message"].get("usage"), e.get("billedIn")) for e in lines(read(session_file(sid, "/home/u/pi")))
-               if e.get("type") == "message" and e["message"]["role"] == "assistant"]
-    assert answers == [({"input": 10, "output": 5}, None), ({"input": 11, "output": 6}, None),
+    assert _answers(session_file(sid, "/home/u/pi")) == [({"input": 10, "output": 5}, None), ({"input": 11, "output": 6}, None),
                        (None, sid), (None, sid)]

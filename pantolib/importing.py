@@ -18,6 +18,7 @@ offsets, committed just before the records of the files synced since are
 saved (every SAVE_EVERY, and at the end).
 """
 import os
+import time
 
 from pantolib import agents, paths, persist
 from pantolib.agents.common import blake2b
@@ -365,8 +366,6 @@ class Billing:
         self.db.execute("BEGIN")
         self.asked = self.db.execute("SELECT 1 FROM paid2 LIMIT 1").fetchone() is not None
 
-    _key = staticmethod(_key)
-
     def payers(self, asks, sid):
         """The session that paid for each response asked of (`ask`): None
         where this is the first copy, which pays. Looked up together: one
@@ -661,8 +660,6 @@ class _Run:
     """The syncs in flight, and what follows each: the source's record."""
 
     def __init__(self, env, summary, index, warn, billing, records):
-        import time
-
         self.env, self.summary, self.index, self.warn, self.billing, self.records = \
             env, summary, index, warn, billing, records
         self.pool = None
@@ -689,8 +686,6 @@ class _Run:
 
     def _settle(self, n):
         """The oldest n jobs: their syncs done, their records kept."""
-        import time
-
         group, self.jobs = self.jobs[:n], self.jobs[n:]
         for source, st, job, future in group:
             try:
@@ -712,8 +707,6 @@ class _Run:
         records saved (a kill loses at most SAVE_EVERY of them: their
         sources are read again, nothing is written twice); the sources whose
         records are, in the index."""
-        import time
-
         self.billing.commit()
         failed = self.records.save()
         for source, st in self.unsaved:

@@ -97,7 +97,7 @@ def test_a_first_import_asks_the_table_only_of_keys_it_wrote_and_a_later_run_of_
     assert billing.payers(_asks([("msg_1", "req_1", False)]), "a") == [None]
     assert billing.asked is False and billing.written is None     # empty when opened, nothing written yet
     billing.commit()
-    key = billing._key
+    key = importing._key
     assert billing._wrote(key("p:msg_1\0req_1")) and billing._wrote(key("m:msg_1"))
     assert sum(billing._wrote(key(f"p:msg_{i}\0req_{i}")) for i in range(2, 1002)) <= 5    # a few in vain
     assert billing.payers(_asks([("msg_1", "req_1", False), ("msg_2", "req_2", False)]), "b") == ["a", None]

@@ -763,14 +763,10 @@ class Batch:
 
     def add_lines(self, data, count, assistant):
         """The lines of `count` entries the session cannot have (each line
-        whole), all at once: only before the file is made, and for a session
-        whose every entry comes once (the reader gives each id once).
-        assistant: whether one of them is an assistant message. Once the
-        file is made they are added one by one."""
-        if self.file is not None:
-            for raw in _lines_of(data):
-                self.add(raw, stream.loads(raw))
-            return
+        whole), all at once: only before the file is made (a Batch of a path
+        that had no file), and for a session whose every entry comes once
+        (the reader gives each id once). assistant: whether one of them is
+        an assistant message."""
         self.pending.append(data)
         self.pending_size += len(data)
         self.pending_lines += count

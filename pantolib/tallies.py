@@ -86,7 +86,6 @@ class Files:
                 self.entries = data["files"]
 
     def save(self):
-        self.close()
         if not (self.use and self.changed):
             return
         gone = [p for p in self.entries if p not in self.seen and not os.path.exists(p)]
@@ -106,7 +105,7 @@ class Files:
         be asked for them) that the cache cannot answer in worker processes, when
         there are enough of them (jobs.ordered); read() then hands out what each
         found as it comes, errors included, and stores its cache entry as it
-        would have itself. save() (or close()) ends the workers."""
+        would have itself. close() ends the workers."""
         work, sizes, taken = [], [], set()
         for name, st in todo:
             key = _key(name)

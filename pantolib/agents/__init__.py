@@ -18,7 +18,10 @@
         .bad                  [(line number, why)] of malformed lines, skipped
 
 An entry may carry the private key "_billing" (a list naming the API response,
-for de-duplication across files); the driver removes it before writing.
+for de-duplication across files); the driver removes it before writing. Two
+shapes (importing.ask): Claude Code's [message id, request id, sidechain:
+bool], known by its ids; any other is the agent's name then what tells the
+response from others (pi: time, model, tokens), known whole.
 
 The helpers in pantolib.agents.common make the parts every module writes
 alike: session ids, entry ids, the header, message entries, stop reasons,

@@ -105,6 +105,69 @@ def test_help_is_quick_and_imports_nothing_heavy(name):
     assert p.stderr.strip().endswith(b"LIGHT"), p.stderr
 
 
+def _imported(stderr):
+    """The modules a run with PYTHONPROFILEIMPORTTIME=1 imported, by name."""
+    return {line.rsplit(b"|", 1)[1].strip().decode() for line in stderr.splitlines()
+            if line.startswith(b"import time:") and b"|" in line}
+
+
+@pytest.mark.parametrize("argv", [pytest.param(["panto-log", "append"], id="panto-log-append"),
+                                  pytest.param(["panto-log", "show"], id="panto-log-show"),
+                                  pytest.param(["panto-cost"], id="panto-cost")])
+def test_a_command_starts_without_what_orjson_imports_only_to_name_types(isolated, tmp_path, argv):
+    """orjson imports uuid and dataclasses (with inspect, ast, platform) only
+    to know their types; a command's start loads orjson without them, and
+    still does its work."""
+    session = tmp_path / "work" / "s.jsonl"
+    p = run(["panto-log", "append", str(session)], input=_stream(tmp_path / "work"))
+    assert p.returncode == 0, p.stderr
+    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
+    p = run(argv + [str(session)], input=b"" if argv[-1] != "append" else _stream(tmp_path / "work"), env=env)
+    assert p.returncode == 0, p.stderr
+    imported = _imported(p.stderr)
+    assert "orjson" in imported and "pantolib.launch" in imported
+    assert not imported & {"uuid", "dataclasses", "inspect", "platform"}, imported & {"uuid", "dataclasses"}
+    if argv[-1] == "show":
+        assert b"hello" in p.stdout
+
+
+def test_orjson_loaded_without_uuid_and_dataclasses_still_parses_and_leaves_them_real():
+    """launch._load_orjson: afterwards `import uuid` and `import dataclasses`
+    load the real modules, orjson reads and writes, its error is a
+    ValueError; a UUID, which panto never serializes, is refused. An orjson
+    outside the versions read is imported whole, and writes a UUID."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from pantolib import launch\n"
+            "if sys.argv[1] == 'unread':\n"
+            "    launch.ORJSON_READ = ((0, 0), (0, 1))\n"
+            "launch._load_orjson()\n"
+            "whole = 'uuid' in sys.modules and 'dataclasses' in sys.modules\n"
+            "import orjson, uuid, dataclasses\n"
+            "assert orjson.loads(orjson.dumps({'a': [1, 2.5, None, 'é']})) == {'a': [1, 2.5, None, 'é']}\n"
+            "try:\n"
+            "    orjson.loads(b'{')\n"
+            "except ValueError as e:\n"
+            "    assert isinstance(e, orjson.JSONDecodeError)\n"
+            "u = uuid.uuid5(uuid.NAMESPACE_URL, 'x')\n"
+            "assert u.version == 5 and u == uuid.uuid5(uuid.NAMESPACE_URL, 'x')\n"
+            "assert dataclasses.asdict(dataclasses.make_dataclass('D', ['x'])(1)) == {'x': 1}\n"
+            "try:\n"
+            "    named = orjson.dumps(u) == b'\"' + str(u).encode() + b'\"'\n"
+            "except TypeError:\n"
+            "    named = False\n"
+            "print(whole, named)\n")
+    out = {}
+    for mode in ("read", "unread"):
+        p = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, cwd=ROOT)
+        assert p.returncode == 0, p.stderr
+        out[mode] = p.stdout.decode().split()
+    assert out["read"] == ["False", "False"]
+    assert out["unread"] == ["True", "True"]
+
+
 @pytest.mark.parametrize("argv", FILTERS)
 def test_filter_empty_input(isolated, argv):
     p = run(argv, input=b"")

@@ -38,7 +38,7 @@ def run(name, argv=None):
     sys.argv = [name] + argv
     if name != "panto":
         _few_collections()
-    _load_orjson()
+    OrjsonFinder.install()
     try:
         importlib.import_module(MODULES[name]).main(argv)
     except SystemExit as e:
@@ -55,49 +55,82 @@ def run(name, argv=None):
 ORJSON_READ = ((3, 9), (3, 14))
 
 
-def _load_orjson():
-    """Import orjson (nearly every command needs it) without the two modules
-    it imports only to know their types when it serializes: uuid and
-    dataclasses, with what they import (inspect, ast, platform...), were
-    11-13 ms of each command's 33 ms start with orjson (medians of 15). For
-    the import, stand-ins hold what orjson looks up, and are taken away
-    after it: a later `import uuid` loads the real module. panto
+class OrjsonFinder:
+    """Where orjson's compiled module is imported (first by whichever command
+    needs it; a command that does not, does not pay for it): without the
+    two modules it imports only to know their types when it serializes.
+    uuid and dataclasses, with what they import (inspect, ast, platform...),
+    were 11-13 ms of each command's 33 ms start with orjson (medians of 15).
+    Stand-ins hold what orjson looks up while its module starts, and are
+    taken away after it: a later `import uuid` loads the real module. panto
     serializes neither type (orjson now refuses a UUID, and might miss a
-    dataclass's fields). An orjson this code was not read against (or one whose
-    version cannot be found beside it) is imported as it is: a stand-in
-    lacking what it looks up would crash it."""
-    version = _orjson_version()
-    if not (ORJSON_READ[0] <= version < ORJSON_READ[1]) or "uuid" in sys.modules or "dataclasses" in sys.modules:
-        import orjson  # noqa: F401
-        return
-    uuid, dataclasses = type(sys)("uuid"), type(sys)("dataclasses")
-    uuid.UUID = type("UUID", (), {})
-    uuid.NAMESPACE_DNS = uuid.UUID()
-    dataclasses._FIELD = object()
-    sys.modules.update(uuid=uuid, dataclasses=dataclasses)
-    try:
-        import orjson  # noqa: F401
-    finally:
-        del sys.modules["uuid"], sys.modules["dataclasses"]
+    dataclass's fields). An orjson this code was not read against (or one
+    whose version cannot be found beside it) is imported as it is: a
+    stand-in lacking what it looks up would crash it; so is one imported
+    while another thread runs (it could take a stand-in for the real
+    module). On sys.meta_path until its one use."""
+
+    @classmethod
+    def install(cls):
+        if cls not in sys.meta_path:
+            sys.meta_path.insert(0, cls)
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "orjson.orjson":
+            return None
+        sys.meta_path.remove(cls)
+        if not path or "uuid" in sys.modules or "dataclasses" in sys.modules:
+            return None
+        if len(sys._current_frames()) > 1:     # another thread could import a stand-in meanwhile
+            return None
+        if not ORJSON_READ[0] <= orjson_version(os.path.dirname(path[0])) < ORJSON_READ[1]:
+            return None
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _StandIns(spec.loader)
+        return spec
 
 
-def _orjson_version():
-    """(major, minor) of the orjson that `import orjson` would load: the
-    dist-info beside the first orjson on sys.path; (0, 0) if not found."""
-    for entry in sys.path:
-        if not os.path.isdir(os.path.join(entry, "orjson")):
-            continue
+class _StandIns:
+    """A loader that runs another with the stand-ins of uuid and dataclasses in place."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self._with(self.loader.create_module, spec)
+
+    def exec_module(self, module):
+        return self._with(self.loader.exec_module, module)
+
+    @staticmethod
+    def _with(fn, arg):
+        uuid, dataclasses = type(sys)("uuid"), type(sys)("dataclasses")
+        uuid.UUID = type("UUID", (), {})
+        uuid.NAMESPACE_DNS = uuid.UUID()
+        dataclasses._FIELD = object()
+        sys.modules.update(uuid=uuid, dataclasses=dataclasses)
         try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            break
-        for name in names:
-            if name.startswith("orjson-") and name.endswith(".dist-info"):
-                try:
-                    return tuple(int(x) for x in name[7:-10].split(".")[:2])
-                except ValueError:
-                    break
-        break
+            return fn(arg)
+        finally:
+            del sys.modules["uuid"], sys.modules["dataclasses"]
+
+
+def orjson_version(folder):
+    """(major, minor) of the orjson installed in `folder` (its dist-info); (0, 0) if none is found."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return (0, 0)
+    for name in names:
+        if name.startswith("orjson-") and name.endswith(".dist-info"):
+            try:
+                return tuple(int(x) for x in name[7:-10].split(".")[:2])
+            except ValueError:
+                break
     return (0, 0)
 
 

@@ -131,11 +131,26 @@ def test_a_command_starts_without_what_orjson_imports_only_to_name_types(isolate
         assert b"hello" in p.stdout
 
 
+def test_a_command_that_needs_no_orjson_does_not_import_it(isolated, tmp_path):
+    """The stand-ins are put in place when orjson is imported, not before: a
+    report recalled whole (nothing changed) never imports it."""
+    p = run(["panto-log", "append", str(tmp_path / "work" / "s.jsonl")], input=_stream(tmp_path / "work"))
+    assert p.returncode == 0, p.stderr
+    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
+    first = run(["panto-cost", "--all"], env=env)
+    again = run(["panto-cost", "--all"], env=env)
+    assert first.returncode == again.returncode == 0, again.stderr
+    assert first.stdout == again.stdout and b"TOTAL" in again.stdout
+    assert "pantolib.launch" in _imported(again.stderr)
+    assert not _imported(again.stderr) & {"orjson", "uuid", "dataclasses"}
+
+
 def test_orjson_loaded_without_uuid_and_dataclasses_still_parses_and_leaves_them_real():
-    """launch._load_orjson: afterwards `import uuid` and `import dataclasses`
+    """launch.OrjsonFinder: after orjson's import `import uuid` and `import dataclasses`
     load the real modules, orjson reads and writes, its error is a
     ValueError; a UUID, which panto never serializes, is refused. An orjson
-    outside the versions read is imported whole, and writes a UUID."""
+    outside the versions read, or imported while another thread runs, is
+    imported whole, and writes a UUID."""
     import subprocess
     import sys
 
@@ -143,9 +158,17 @@ def test_orjson_loaded_without_uuid_and_dataclasses_still_parses_and_leaves_them
             "from pantolib import launch\n"
             "if sys.argv[1] == 'unread':\n"
             "    launch.ORJSON_READ = ((0, 0), (0, 1))\n"
-            "launch._load_orjson()\n"
+            "if sys.argv[1] == 'thread':\n"
+            "    import threading\n"
+            "    done = threading.Event()\n"
+            "    threading.Thread(target=done.wait).start()\n"
+            "launch.OrjsonFinder.install()\n"
+            "import orjson\n"
+            "if sys.argv[1] == 'thread':\n"
+            "    done.set()\n"
             "whole = 'uuid' in sys.modules and 'dataclasses' in sys.modules\n"
-            "import orjson, uuid, dataclasses\n"
+            "assert launch.OrjsonFinder not in sys.meta_path\n"
+            "import uuid, dataclasses\n"
             "assert orjson.loads(orjson.dumps({'a': [1, 2.5, None, 'é']})) == {'a': [1, 2.5, None, 'é']}\n"
             "try:\n"
             "    orjson.loads(b'{')\n"
@@ -160,12 +183,12 @@ def test_orjson_loaded_without_uuid_and_dataclasses_still_parses_and_leaves_them
             "    named = False\n"
             "print(whole, named)\n")
     out = {}
-    for mode in ("read", "unread"):
+    for mode in ("read", "unread", "thread"):
         p = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, cwd=ROOT)
         assert p.returncode == 0, p.stderr
         out[mode] = p.stdout.decode().split()
     assert out["read"] == ["False", "False"]
-    assert out["unread"] == ["True", "True"]
+    assert out["unread"] == out["thread"] == ["True", "True"]
 
 
 @pytest.mark.parametrize("argv", FILTERS)

@@ -49,9 +49,10 @@ def run(name, argv=None):
     leave(0)
 
 
-# orjson's versions whose start was read: each looks up, of uuid and
-# dataclasses, only uuid.UUID (3.11 on) or type(uuid.NAMESPACE_DNS) (before),
-# and dataclasses._FIELD. 3.13.0, what the tests run on, was checked by them.
+# orjson's versions the stand-ins are for. Of uuid and dataclasses, 3.9.0,
+# 3.10.0 and 3.11.8 look up (read in their source) only type(uuid.NAMESPACE_DNS)
+# (before 3.11) or uuid.UUID (3.11 on), and dataclasses._FIELD; 3.13.0, what
+# the tests run on, is checked by them.
 ORJSON_READ = ((3, 9), (3, 14))
 
 
@@ -120,18 +121,16 @@ class _StandIns:
 
 
 def orjson_version(folder):
-    """(major, minor) of the orjson installed in `folder` (its dist-info); (0, 0) if none is found."""
+    """(major, minor) of the orjson installed in `folder` (its dist-info); (0, 0)
+    unless there is exactly one (a stale one left beside could name another)."""
     try:
-        names = os.listdir(folder)
+        found = [name for name in os.listdir(folder) if name.startswith("orjson-") and name.endswith(".dist-info")]
     except OSError:
         return (0, 0)
-    for name in names:
-        if name.startswith("orjson-") and name.endswith(".dist-info"):
-            try:
-                return tuple(int(x) for x in name[7:-10].split(".")[:2])
-            except ValueError:
-                break
-    return (0, 0)
+    try:
+        return tuple(int(x) for x in found[0][7:-10].split(".")[:2]) if len(found) == 1 else (0, 0)
+    except ValueError:
+        return (0, 0)
 
 
 def _few_collections():

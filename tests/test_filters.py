@@ -191,6 +191,24 @@ def test_orjson_loaded_without_uuid_and_dataclasses_still_parses_and_leaves_them
     assert out["unread"] == out["thread"] == ["True", "True"]
 
 
+def test_the_orjson_version_is_that_of_its_one_dist_info(tmp_path):
+    """The stand-ins are used only for an orjson whose version is known: one
+    dist-info beside it; none, two (a stale one left) or a garbled name: unknown."""
+    from pantolib.launch import orjson_version
+
+    assert orjson_version(str(tmp_path / "none")) == (0, 0)
+    (tmp_path / "orjson").mkdir()
+    assert orjson_version(str(tmp_path)) == (0, 0)
+    (tmp_path / "orjson-3.13.0.dist-info").mkdir()
+    (tmp_path / "orjsonx-9.9.dist-info").mkdir()
+    assert orjson_version(str(tmp_path)) == (3, 13)
+    (tmp_path / "orjson-3.8.1.dist-info").mkdir()
+    assert orjson_version(str(tmp_path)) == (0, 0)
+    (tmp_path / "orjson-3.8.1.dist-info").rmdir()
+    (tmp_path / "orjson-3.13.0.dist-info").rename(tmp_path / "orjson-three.dist-info")
+    assert orjson_version(str(tmp_path)) == (0, 0)
+
+
 @pytest.mark.parametrize("argv", FILTERS)
 def test_filter_empty_input(isolated, argv):
     p = run(argv, input=b"")

@@ -76,6 +76,61 @@ def test_an_id_taken_by_another_key_in_an_earlier_run_moves_this_key_on():
     assert again.get("k") == got and again.taken == ids.taken
 
 
+def test_hashes_packed_past_small_are_the_same_set(monkeypatch):
+    """common.Hashes: past SMALL the hashes go into one sorted array; what is
+    there, its top 32 bits, its length and its 16-hex form are the same."""
+    import random
+
+    monkeypatch.setattr(common.Hashes, "SMALL", 8)
+    rng = random.Random(7)
+    values = [rng.getrandbits(64) for _ in range(300)]
+    hashes, ref = common.Hashes(), set()
+    for v in values:
+        assert (v in hashes) is (v in ref)
+        hashes.add(v)
+        ref.add(v)
+        assert len(hashes) == len(ref) and hashes.has_top(v >> 32)
+    assert len(hashes.packed) > 250 and len(hashes.recent) < 8
+    assert not any(hashes.has_top(v >> 32 ^ 1) for v in values if v >> 32 ^ 1 not in {w >> 32 for w in ref})
+    monkeypatch.setattr(common.Hashes, "PIECE", 64)
+    pieces = hashes.hex()
+    assert [len(p) for p in pieces] == [1024] * (len(ref) // 64) + [len(ref) % 64 * 16]
+    assert "".join(pieces) == "".join(f"{v:016x}" for v in sorted(ref))
+    for kept in (pieces, [f"{v:016x}" for v in values]):
+        again = common.Hashes(kept)
+        assert len(again) == len(ref) and all(v in again for v in values) and again.hex() == pieces
+    for garbage in (["0123"], ["zz" * 8], "0" * 16, [16], None):     # not ours: nothing
+        assert len(common.Hashes(garbage)) == 0
+
+
+def test_ids_and_billing_are_the_same_when_packed_and_across_runs(tmp_path, monkeypatch):
+    """A transcript read in two runs (the state kept as JSON between them),
+    its ids and seen responses packed (Hashes.SMALL small), gives what one
+    run with them in sets gives, a response repeated in it billed once."""
+    from pantolib.agents import claude_code
+
+    records = cc_session(n=120)
+    records[100:102] = [dict(r, uuid=r["uuid"] + "x") for r in records[40:42]]   # a response again
+    records[100]["parentUuid"] = records[99]["uuid"]
+    records[102]["parentUuid"] = records[101]["uuid"]
+    whole = tmp_path / "whole.jsonl"
+    write(whole, records)
+    want = list(claude_code.Reader(str(whole)))
+    monkeypatch.setattr(common.Hashes, "SMALL", 16)
+    part = tmp_path / "part.jsonl"
+    write(part, records[:150])
+    first = claude_code.Reader(str(part))
+    got = list(first)
+    state = orjson.loads(orjson.dumps(first.state))
+    assert len(first.ids.packed) > 16 and isinstance(state["taken"], list)
+    with open(part, "ab") as f:
+        f.write(b"".join(orjson.dumps(r) + b"\n" for r in records[150:]))
+    got += list(claude_code.Reader(str(part), first.end, state))
+    assert [(e.get("id"), e.get("parentId"), e.get("billedIn")) for e in got[1:]] == \
+        [(e.get("id"), e.get("parentId"), e.get("billedIn")) for e in want[1:]]
+    assert sum(1 for e in got if e.get("billedIn")) == 1
+
+
 @pytest.mark.parametrize("value,expected", [
     (True, None), (False, None),
     (1767348000, "2026-01-02T10:00:00.000Z"),                 # Unix seconds

@@ -223,7 +223,7 @@ class Reader:
         self.alias = dict(s.get("alias", {}))  # uuid of a record left out -> the id standing for it
         self.titled = s.get("titled", False)  # a person's title was imported
         self.title = s.get("title")           # the last title imported
-        self.seen = set(s.get("seen", ()))    # hashes of the message ids of responses imported here
+        self.seen = common.Hashes(s.get("seen", ""))    # of the message ids of responses imported here
         self.sid = s.get("sid")
         self.headed = s.get("headed", False)
         self.ts = s.get("ts")                 # the time of the last entry
@@ -235,7 +235,7 @@ class Reader:
     @property
     def state(self):
         return {"taken": self.ids.taken, "last": self.last, "model": self.model, "alias": self.alias,
-                "titled": self.titled, "title": self.title, "seen": sorted(self.seen), "sid": self.sid,
+                "titled": self.titled, "title": self.title, "seen": self.seen.hex(), "sid": self.sid,
                 "headed": self.headed, "ts": self.ts,
                 "waiting": self.waiting}
 
@@ -396,7 +396,7 @@ class Reader:
             return
         self.titled = self.titled or t == "custom-title"
         self.title = name
-        eid = self.ids.get(f"title@{len(self.ids.taken)}")
+        eid = self.ids.get(f"title@{len(self.ids)}")
         yield {"type": "sessionInfo", "id": eid, "parentId": parent, "timestamp": self._time_of_last(),
                "name": name}
         if parent == self.last:
@@ -443,7 +443,8 @@ class Reader:
             h = common.key_hash("msg:" + mid, 0)
             if h in self.seen:          # the same response again in this file: paid once
                 billed, usage = self.sid, None
-            self.seen.add(h)
+            else:
+                self.seen.add(h)
         ts = common.iso(first.get("timestamp")) or "1970-01-01T00:00:00.000Z"
         self.ts = ts
         e = common.message(eid, parent, ts, "assistant", content, provider=PROVIDER, model=model, api=API,

@@ -382,7 +382,7 @@ class Reader:
         if not isinstance(title, str) or not title or re.match(_DEFAULT_TITLE, title) or title == self.title:
             return
         self.title = title
-        key = f"title:{len(self.ids.taken)}"
+        key = f"title:{len(self.ids)}"
         e = {"type": "sessionInfo", "id": self.ids.get(key), "parentId": self.last, "timestamp": ts, "name": title}
         self.last = e["id"]
         yield e

@@ -105,6 +105,18 @@ def test_help_is_quick_and_imports_nothing_heavy(name):
     assert p.stderr.strip().endswith(b"LIGHT"), p.stderr
 
 
+def _stand_ins_apply():
+    """Whether the orjson installed is one the stand-ins were read against
+    (launch.ORJSON_READ): a newer one is imported whole, as it should be."""
+    import importlib.util
+
+    from pantolib import launch
+
+    spec = importlib.util.find_spec("orjson")
+    folder = os.path.dirname(os.path.dirname(spec.origin))
+    return launch.ORJSON_READ[0] <= launch.orjson_version(folder) < launch.ORJSON_READ[1]
+
+
 def _imported(stderr):
     """The modules a run with PYTHONPROFILEIMPORTTIME=1 imported, by name."""
     return {line.rsplit(b"|", 1)[1].strip().decode() for line in stderr.splitlines()
@@ -118,6 +130,8 @@ def test_a_command_starts_without_what_orjson_imports_only_to_name_types(isolate
     """orjson imports uuid and dataclasses (with inspect, ast, platform) only
     to know their types; a command's start loads orjson without them, and
     still does its work."""
+    if not _stand_ins_apply():
+        pytest.skip("the orjson installed is newer than the versions the stand-ins were read against")
     session = tmp_path / "work" / "s.jsonl"
     p = run(["panto-log", "append", str(session)], input=_stream(tmp_path / "work"))
     assert p.returncode == 0, p.stderr
@@ -187,7 +201,7 @@ def test_orjson_loaded_without_uuid_and_dataclasses_still_parses_and_leaves_them
         p = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, cwd=ROOT)
         assert p.returncode == 0, p.stderr
         out[mode] = p.stdout.decode().split()
-    assert out["read"] == ["False", "False"]
+    assert out["read"] == (["False", "False"] if _stand_ins_apply() else ["True", "True"])
     assert out["unread"] == out["thread"] == ["True", "True"]
 
 

@@ -83,7 +83,8 @@ class OrjsonFinder:
         sys.meta_path.remove(cls)
         if not path or "uuid" in sys.modules or "dataclasses" in sys.modules:
             return None
-        if len(sys._current_frames()) > 1:     # another thread could import a stand-in meanwhile
+        frames = getattr(sys, "_current_frames", None)     # (CPython's)
+        if frames is None or len(frames()) > 1:     # another thread could import a stand-in meanwhile
             return None
         if not ORJSON_READ[0] <= orjson_version(os.path.dirname(path[0])) < ORJSON_READ[1]:
             return None

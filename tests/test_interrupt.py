@@ -17,6 +17,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import termios
 import time
 
@@ -336,6 +337,45 @@ def test_panto_send_interrupted_before_its_request_passes_the_stream_on(tmp_path
     assert lines[0] == header and lines[-1]["message"]["content"][-1]["text"] == "hello there"
     assert [x["message"]["role"] for x in lines[1:]] == ["system", "user"]
     assert srv.requests == []
+
+
+SPY = """
+import os, sys, _signal, _thread
+sys.path.insert(0, sys.argv.pop(1))
+log, main = sys.argv.pop(1), _thread.get_ident()
+from pantolib import signals
+signals.start("panto-send", sys.argv[1:])
+class Spy:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if (_thread.get_ident() == main and signals._take is _signal.getsignal(_signal.SIGINT)
+                and _signal.SIGINT not in _signal.pthread_sigmask(_signal.SIG_BLOCK, [])):
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.write(fd, (name + "\\n").encode())
+            os.close(fd)
+sys.meta_path.insert(0, Spy)
+from pantolib import launch
+launch.run("panto-send", sys.argv[1:])
+"""
+
+
+def test_panto_send_imports_nothing_where_a_ctrl_c_can_strike(tmp_path, srv):
+    """Once its signals are released (its input passed on), a Ctrl-C strikes
+    panto-send's main thread at once: nothing may be imported there then. A
+    KeyboardInterrupt inside the import system's own cleanup is printed with
+    a traceback and lost, and the request goes on: a Ctrl-C in the REPL met
+    httpx's lazy import of httpcore so. Its imports happen held, or in its
+    network thread."""
+    env, work = environment(str(tmp_path), srv)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    log = str(tmp_path / "imports")
+    header = {"type": "session", "version": 1, "id": SID, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": work}
+    p = subprocess.run([sys.executable, "-c", SPY, root, log, "hello there"], env=env, cwd=work,
+                       input=(json.dumps(header) + "\n").encode(), capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.endswith(b'"stopReason":"stop"}}\n') and len(srv.requests) == 1
+    imported = open(log).read().split() if os.path.exists(log) else []
+    assert imported == [], imported
 
 
 def test_esc_while_a_reply_streams_cancels_it_like_ctrl_c(tmp_path, srv):

@@ -21,12 +21,18 @@ How each is taken:
   would branch the session at an earlier entry).
 - TAKE: from the command's error boundary on (cli.run, arm()) it raises
   KeyboardInterrupt, handled as the command handles Ctrl-C; before that it
-  is blocked, so it can never strike inside Python's start-up or an import.
+  is blocked, so it can never strike inside Python's start-up or the
+  command's first imports.
 - HOLD: blocked until the command has passed its input on (release()): one
   that came meanwhile ends it then, without a request and without running a
   call, but never without passing the stream on; after that, as TAKE.
 - END (the REPL): taken as TAKE, so it cancels the turn as Ctrl-C does
   (the session kept whole), then panto ends (ending() says so).
+
+In the commands a person interrupts while they work (panto-send,
+panto-tool, the REPL), every import of a module not loaded yet holds the
+signals (guard_imports): one taken inside the import system can strike its
+own cleanup, which prints a traceback and loses the KeyboardInterrupt.
 
 The bin/ scripts ignore all three before Python starts (a signal inside
 Python's own start-up would kill the command before any of its code runs:
@@ -107,11 +113,45 @@ def disarm():
 
 def hold():
     """For a HOLD command: keep its signals blocked until release(), unless a
-    person types the input (stdin is a terminal: then they work at once)."""
+    person types the input (stdin is a terminal: then they work at once).
+    Its imports are held from here on (guard_imports)."""
     import os
 
+    guard_imports()
     how = _signal.SIG_UNBLOCK if os.isatty(0) else _signal.SIG_BLOCK
     _signal.pthread_sigmask(how, SIGNALS)
+
+
+def guard_imports():
+    """From here on, the import of a module not loaded yet runs with the
+    signals held: one that comes meanwhile is taken as the import ends, in
+    the code that asked for it. Taken inside the import system, a
+    KeyboardInterrupt can strike its own cleanup, which prints a traceback
+    and loses it (the command goes on as if no Ctrl-C came). For the
+    commands a person interrupts while they work (panto-send, panto-tool,
+    the REPL); an import of a module already loaded costs one lookup more."""
+    import builtins
+    import sys
+
+    real = builtins.__import__
+    if getattr(real, "held", False):
+        return
+    modules, block, setmask, pthread_sigmask = sys.modules, _signal.SIG_BLOCK, _signal.SIG_SETMASK, \
+        _signal.pthread_sigmask
+
+    def held_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0:
+            found = modules.get(name)
+            if found is not None and (not fromlist or all(hasattr(found, n) for n in fromlist)):
+                return real(name, globals, locals, fromlist, level)
+        mask = pthread_sigmask(block, SIGNALS)
+        try:
+            return real(name, globals, locals, fromlist, level)
+        finally:
+            pthread_sigmask(setmask, mask)
+
+    held_import.held = True
+    builtins.__import__ = held_import
 
 
 def pending():

@@ -343,8 +343,9 @@ SPY = """
 import os, sys, _signal, _thread
 sys.path.insert(0, sys.argv.pop(1))
 log, main = sys.argv.pop(1), _thread.get_ident()
+command = sys.argv.pop(1)
 from pantolib import signals
-signals.start("panto-send", sys.argv[1:])
+signals.start(command, sys.argv[1:])
 class Spy:
     @staticmethod
     def find_spec(name, path=None, target=None):
@@ -355,7 +356,7 @@ class Spy:
             os.close(fd)
 sys.meta_path.insert(0, Spy)
 from pantolib import launch
-launch.run("panto-send", sys.argv[1:])
+launch.run(command, sys.argv[1:])
 """
 
 
@@ -370,12 +371,63 @@ def test_panto_send_imports_nothing_where_a_ctrl_c_can_strike(tmp_path, srv):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     log = str(tmp_path / "imports")
     header = {"type": "session", "version": 1, "id": SID, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": work}
-    p = subprocess.run([sys.executable, "-c", SPY, root, log, "hello there"], env=env, cwd=work,
+    p = subprocess.run([sys.executable, "-c", SPY, root, log, "panto-send", "hello there"], env=env, cwd=work,
                        input=(json.dumps(header) + "\n").encode(), capture_output=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.endswith(b'"stopReason":"stop"}}\n') and len(srv.requests) == 1
     imported = open(log).read().split() if os.path.exists(log) else []
     assert imported == [], imported
+
+
+def test_panto_tool_imports_nothing_where_a_ctrl_c_can_strike(tmp_path, srv):
+    """The same for panto-tool, whose tools load as its calls run: each of
+    their imports holds the signals (signals.guard_imports)."""
+    from tool_term import stream_with
+
+    env, work = environment(str(tmp_path), srv)
+    with open(os.path.join(work, "f.txt"), "w") as f:
+        f.write("one two\n")
+    data = stream_with(("bash", {"command": "echo hi"}), ("read", {"path": "f.txt"}),
+                       ("edit", {"path": "f.txt", "old_text": "one", "new_text": "three"}))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    log = str(tmp_path / "imports")
+    p = subprocess.run([sys.executable, "-c", SPY, root, log, "panto-tool", "--yes"], env=env, cwd=work,
+                       input=data, capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(data) and b"hi" in p.stdout[len(data):]
+    with open(os.path.join(work, "f.txt")) as f:
+        assert f.read() == "three two\n"
+    imported = open(log).read().split() if os.path.exists(log) else []
+    assert imported == [], imported
+
+
+def test_an_import_under_the_guard_holds_the_signals_and_lets_them_go(tmp_path):
+    """signals.guard_imports: while a module not loaded yet is imported the
+    signals are blocked, and the mask is as it was after; a signal that came
+    meanwhile is raised as the import ends, in the code that imported."""
+    (tmp_path / "probe_mod.py").write_text(
+        "import _signal, os\n"
+        "BLOCKED = _signal.SIGINT in _signal.pthread_sigmask(_signal.SIG_BLOCK, [])\n"
+        "os.kill(os.getpid(), _signal.SIGINT)\n")
+    code = ("import sys, _signal\n"
+            "sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
+            "from pantolib import signals\n"
+            "signals.start('panto', [])\n"
+            "signals.arm()\n"
+            "signals.guard_imports()\n"
+            "signals.guard_imports()\n"
+            "import json\n"
+            "try:\n"
+            "    import probe_mod\n"
+            "    print('not raised')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('raised after', sys.modules['probe_mod'].BLOCKED)\n"
+            "print('after', _signal.SIGINT in _signal.pthread_sigmask(_signal.SIG_BLOCK, []))\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path), root], capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode().split("\n")[:2] == ["raised after True", "after False"]
+    assert b"Traceback" not in p.stderr
 
 
 def test_esc_while_a_reply_streams_cancels_it_like_ctrl_c(tmp_path, srv):

@@ -50,6 +50,9 @@ NAME = "panto"
 
 @cli.command(NAME)
 def main(argv=None):
+    from pantolib import signals
+
+    signals.guard_imports()     # a Ctrl-C never strikes inside one of the REPL's imports
     args = cli.parse(__doc__, argv)
     from pantolib import repl, screen
     from pantolib.errors import UsageError

@@ -136,19 +136,18 @@ def guard_imports():
     real = builtins.__import__
     if getattr(real, "held", False):
         return
-    modules, block, setmask, pthread_sigmask = sys.modules, _signal.SIG_BLOCK, _signal.SIG_SETMASK, \
-        _signal.pthread_sigmask
+    modules = sys.modules
 
     def held_import(name, globals=None, locals=None, fromlist=(), level=0):
         if level == 0:
             found = modules.get(name)
             if found is not None and (not fromlist or all(hasattr(found, n) for n in fromlist)):
                 return real(name, globals, locals, fromlist, level)
-        mask = pthread_sigmask(block, SIGNALS)
+        mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, SIGNALS)
         try:
             return real(name, globals, locals, fromlist, level)
         finally:
-            pthread_sigmask(setmask, mask)
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
 
     held_import.held = True
     builtins.__import__ = held_import

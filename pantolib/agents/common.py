@@ -1,6 +1,8 @@
 """What every agent module writes alike (SPEC §12): session ids, entry ids,
 the header, message entries, stop reasons, usage and timestamps, and the
 whole-line reading of a source file."""
+import sys
+from array import array
 from bisect import bisect_left
 
 
@@ -59,13 +61,13 @@ class Hashes:
 
     def __init__(self, kept=()):
         self.recent, self.tops = set(), set()
-        self.packed = _array()
+        self.packed = array("Q")
         try:
             kept = _unhex(kept)
         except (ValueError, TypeError):
             kept = ()
         if len(kept) > self.SMALL:
-            self.packed = _array(sorted(kept))
+            self.packed = array("Q", sorted(kept))
         else:
             for h in kept:
                 self.add(h)
@@ -74,69 +76,51 @@ class Hashes:
         return len(self.recent) + len(self.packed)
 
     def __contains__(self, h):
-        if h in self.recent:
-            return True
-        packed = self.packed
-        if not packed:
-            return False
-        i = bisect_left(packed, h)
-        return i < len(packed) and packed[i] == h
+        return h in self.recent or self._packed_from(h) == h
 
     def has_top(self, top):
         """Whether a hash whose top 32 bits are `top` is here."""
         if top in self.tops:
             return True
+        found = self._packed_from(top << 32)
+        return found is not None and found >> 32 == top
+
+    def _packed_from(self, h):
+        """The first packed hash from h on, or None."""
         packed = self.packed
-        if not packed:
-            return False
-        i = bisect_left(packed, top << 32)
-        return i < len(packed) and packed[i] >> 32 == top
+        i = bisect_left(packed, h) if packed else 0
+        return packed[i] if i < len(packed) else None
 
     def add(self, h):
         """Put in h, which is not here yet."""
         self.recent.add(h)
         self.tops.add(h >> 32)
         if len(self.recent) >= self.SMALL:
-            self._pack()
-
-    def _pack(self):
-        self.packed = self._merged()
-        self.recent, self.tops = set(), set()
+            self.packed = self._merged()
+            self.recent, self.tops = set(), set()
 
     def _merged(self):
         """Every hash, in order, in one array (the recent ones merged in)."""
         from heapq import merge
 
-        return _array(merge(self.packed, sorted(self.recent)))
+        return array("Q", merge(self.packed, sorted(self.recent)))
 
     def hex(self):
         a = self._merged()
-        if _little():
+        if sys.byteorder == "little":
             a.byteswap()
         data, step = a.tobytes(), 8 * self.PIECE
         return [data[i:i + step].hex() for i in range(0, len(data), step)]
 
 
-def _array(values=()):
-    from array import array      # (imported once: then a lookup)
-
-    return array("Q", values)
-
-
-def _little():
-    import sys
-
-    return sys.byteorder == "little"
-
-
 def _unhex(pieces):
     """The hashes of strings of 16 hex digits each (Hashes.hex)."""
-    a = _array()
+    a = array("Q")
     for text in pieces:
         if type(text) is not str or len(text) % 16:
             raise ValueError("not 16 hex digits each")
         a.frombytes(bytes.fromhex(text))
-    if _little():
+    if sys.byteorder == "little":
         a.byteswap()
     return a
 
@@ -162,19 +146,9 @@ class Ids(Hashes):
         return self.hex()
 
     def get(self, key):
-        n = 0
-        while True:
-            c = key_hash(key, n)
-            if c in self.recent or self.packed and c in self:      # this key's (this run, or before)
-                break
-            top = c >> 32
-            if not (top in self.tops or self.packed and self.has_top(top)):   # free: this key's from now on
-                self.recent.add(c)      # (add(), inline: once an entry)
-                self.tops.add(top)
-                if len(self.recent) >= self.SMALL:
-                    self._pack()
-                break
-            n += 1
+        c, mine = self._slot(key)
+        if not mine:        # free: this key's from now on
+            self.add(c)
         return f"{c >> 32:08x}"
 
     def has(self, key):
@@ -183,14 +157,20 @@ class Ids(Hashes):
 
     def find(self, key):
         """The id `key` has, or None when it has none yet (nothing is given)."""
+        c, mine = self._slot(key)
+        return f"{c >> 32:08x}" if mine else None
+
+    def _slot(self, key):
+        """(the hash of key's id, True) when it has one, this run or before;
+        else (the hash of the first free id it would get, False)."""
         n = 0
         while True:
             c = key_hash(key, n)
-            if c in self.recent or self.packed and c in self:
-                return f"{c >> 32:08x}"
+            if c in self.recent or self.packed and c in self:       # (the sets first: no call)
+                return c, True
             top = c >> 32
             if not (top in self.tops or self.packed and self.has_top(top)):
-                return None
+                return c, False
             n += 1
 
 

@@ -4,14 +4,7 @@ of them (pantolib.secrets decides what a key is); and the GET of a model list.
 
 Import it only after the command line is parsed (httpx costs ~100 ms).
 panto-send imports it in a thread while it reads its input (see cmd/send.py).
-What a request loads later otherwise is imported here too: httpcore (with
-h11 and certifi), which httpx loads only when a client is made, and the
-host-name codec a connection loads. Imported in the main thread then, after
-the signals were released, a Ctrl-C could land inside that import (a
-KeyboardInterrupt in the import system's own cleanup is printed with a
-traceback and lost, and the request went on).
 """
-import encodings.idna  # noqa: F401
 import os
 import random
 import ssl
@@ -19,7 +12,6 @@ import sys
 import threading
 import time
 
-import httpcore  # noqa: F401
 import httpx
 import orjson
 

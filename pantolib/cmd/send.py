@@ -68,7 +68,7 @@ def main(argv=None):
     # while the network thread imports too, leave a module lock taken for good
     # (a hang): every import of this command happens with the signals held.
     with signals.held():
-        from pantolib import compaction, conversation, entries, providers, secrets, stream, terminal  # noqa: F401
+        from pantolib import conversation, entries, providers, secrets, stream  # noqa: F401
 
         net = None if signals.pending() else _Network()  # the network code loads while the input is read
     prompt = args["PROMPT"]

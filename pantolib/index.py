@@ -10,7 +10,9 @@ $XDG_CACHE_HOME/panto/index/<hash of the file's absolute path>.
 A cache entry covers the file up to a byte offset (where its valid lines
 ended), with the CRC-32 of every byte before it, the file's identity when it
 was looked at and the time it was. It is used while that identity still
-holds and is not racy (persist.fresh), else only while the file is the same
+holds and is not racy (persist.fresh; an identity taken after the file's
+last change on a filesystem that stamps every later change anew is never
+racy: persist.settles), else only while the file is the same
 one (device and inode), not shorter than the offset and with the same CRC
 of the whole covered range (persist.covers): a file that grew is read on
 from the offset (append only ever adds); one cut, replaced or rewritten
@@ -91,7 +93,7 @@ def load(path, fd, st, env=None):
         if (type(end) is not int or type(nodes) is not dict or type(c["lines"]) is not int
                 or not len(header_raw) <= end <= st.st_size):
             return None
-        checked = not persist.fresh(c["ident"], c["stamp"], st)
+        checked = not persist.fresh(c["ident"], c["stamp"], st, c.get("settled"))
         if checked and not persist.covers(fd, st, c["ident"], end, value):
             return None
         if os.pread(fd, len(header_raw), 0) != header_raw:
@@ -117,10 +119,14 @@ def save(path, fd, r, env=None):
         value = persist.crc(fd, r.end, start, value)
         st = os.fstat(fd)
         stamp, seen = r.seen if r.seen is not None else (None, None)
+        settled = False
         if persist.ident(st) != seen:
             stamp = None    # changed since it was looked at: compared by content next time
+        elif persist.racy(seen, stamp):    # (this fstat came after the last change: see persist.settles)
+            settled = persist.settles(path, st)
         data = orjson.dumps({
-            "path": os.path.abspath(path), "ident": persist.ident(st), "stamp": stamp, "end": r.end,
+            "path": os.path.abspath(path), "ident": persist.ident(st), "stamp": stamp, "settled": settled,
+            "end": r.end,
             "lines": r.end_line, "crc": value, "header": r.header_raw.decode("utf-8"),
             "leaf": r.leaf, "nodes": {k: v for k, v in r.ids.items() if v is not None}})
     except (OSError, ValueError, TypeError, orjson.JSONEncodeError):

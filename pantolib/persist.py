@@ -27,7 +27,8 @@ A file's identity is (device, inode, size, mtime, ctime) in nanoseconds
 (`ident`). An entry about a file keeps the identity it saw and the time it
 looked (`now`, taken before the file is stat'ed or read); it is believed on
 identity alone unless git's "racy" rule says the file may have changed
-within the same timestamp tick (`racy`). Where identity cannot tell (racy,
+within the same timestamp tick (`racy`), or the filesystem is known to
+stamp every change after a stat anew (`settles`). Where identity cannot tell (racy,
 or the file grew), `covers` compares the CRC-32 of the whole covered range,
 [0, offset), with the one kept: an edit anywhere before the offset, even of
 the same length and with the mtime put back, is found; the file is then read
@@ -74,11 +75,65 @@ def racy(kept, stamp):
     return False
 
 
-def fresh(kept, stamp, st):
+def fresh(kept, stamp, st, settled=False):
     """Is an entry that kept identity `kept` (stamped `stamp`) still true of the file
-    whose os.stat is st, on identity alone (the same identity, and not racy)?"""
+    whose os.stat is st, on identity alone (the same identity, and not racy)?
+    settled: `kept` came from a stat made after the file's last change, on a
+    filesystem that stamps every later change anew (`settles`): never racy."""
     now = ident(st)
-    return kept == now and not racy(now, stamp)
+    return kept == now and (settled is True or not racy(now, stamp))
+
+
+_SETTLES = {}   # device -> settles' answer, once per process
+PROBE_NS = 500_000   # a probe slower than this proves nothing (two timer ticks are >= 1 ms apart)
+
+
+def settles(path, st):
+    """Does the filesystem holding the file at path (st: its os.stat) give the
+    first change after a stat a ctime of its own, even within one timestamp
+    tick? Linux 6.13's multigrain timestamps do (ext4, xfs, btrfs, tmpfs): a
+    stat marks the inode, and its next change takes a fine-grained time. Then
+    an identity taken by a stat after the file's last change tells every
+    change made after it, and git's racy rule has nothing to guard: a file a
+    command has just written is believed on identity by the next, instead of
+    being compared by content (~35 ms for 100 MB). Found by a probe, once per
+    device per process (~30 us): an unnamed file (O_TMPFILE) in the same
+    folder, changed after a stat three times, each time with a new ctime,
+    all within half a millisecond (a coarse clock ticks at most every 1 ms, so
+    it cannot have moved three times). Anything else (no O_TMPFILE, another
+    device, a slow probe, one ctime alike) answers False: the racy rule stays."""
+    dev = st.st_dev
+    got = _SETTLES.get(dev)
+    if got is None:
+        got = _SETTLES[dev] = _probe(os.path.dirname(os.path.abspath(path)), dev)
+    return got
+
+
+def _probe(folder, dev):
+    import time
+
+    try:
+        fd = os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except (AttributeError, OSError):
+        return False
+    try:
+        start = time.monotonic_ns()
+        os.write(fd, b"x")
+        st = os.fstat(fd)
+        if st.st_dev != dev:
+            return False
+        last = st.st_ctime_ns
+        for _ in range(3):
+            os.write(fd, b"x")
+            ctime = os.fstat(fd).st_ctime_ns
+            if ctime == last:
+                return False
+            last = ctime
+        return time.monotonic_ns() - start < PROBE_NS
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 _BUFFERS = []   # crc's buffers, read into again and again (list.pop and append: safe in threads)

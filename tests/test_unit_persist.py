@@ -220,6 +220,52 @@ def test_racy():
     assert persist.racy([0, 0, 0, fine, fine], None)                  # no stamp: never believed
 
 
+def test_a_settled_identity_is_believed_however_recent_and_only_while_it_holds(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    st = os.stat(f)
+    kept, stamp = persist.ident(st), persist.now()
+    assert persist.racy(kept, stamp) and not persist.fresh(kept, stamp, st)
+    assert persist.fresh(kept, stamp, st, True)
+    assert not persist.fresh(kept, stamp, st, "yes")       # (read from a cache: only True counts)
+    f.write_text("y")
+    assert not persist.fresh(kept, stamp, os.stat(f), True)
+
+
+def test_settles_only_where_every_change_after_a_stat_shows(tmp_path, monkeypatch):
+    """The probe's answer agrees with the kernel's behaviour, seen directly on
+    a file of the same folder: where a change right after a stat can keep the
+    ctime (a coarse clock), it says no."""
+    monkeypatch.setattr(persist, "_SETTLES", {})
+    (tmp_path / "d").mkdir()
+    f = tmp_path / "d" / "f"
+    f.write_bytes(b"x")
+    got = persist.settles(str(f), os.stat(f))
+    assert got in (True, False)
+    fd = os.open(f, os.O_WRONLY | os.O_APPEND)
+    try:
+        alike = 0
+        for _ in range(200):
+            before = os.fstat(fd).st_ctime_ns
+            os.write(fd, b"y")
+            alike += os.fstat(fd).st_ctime_ns == before
+    finally:
+        os.close(fd)
+    assert not (got and alike), (got, alike)
+    if alike > 100:
+        assert got is False
+    assert persist.settles(str(f), os.stat(f)) is got        # once per device
+    assert os.listdir(tmp_path / "d") == ["f"]                # the probe's file had no name
+
+
+def test_settles_says_no_where_it_cannot_probe(tmp_path, monkeypatch):
+    monkeypatch.setattr(persist, "_SETTLES", {})
+    proc = os.stat("/proc/self/status")
+    assert persist.settles("/proc/self/status", proc) is False     # no unnamed files there
+    monkeypatch.setattr(persist, "_SETTLES", {})
+    assert persist.settles(str(tmp_path / "f"), proc) is False       # the folder is on another device
+
+
 def test_code_is_the_installed_files_and_changes_with_any_of_them(tmp_path):
     """An edited install at the same version is other code: a copy of the
     package, one module touched, has another fingerprint."""

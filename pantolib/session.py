@@ -321,7 +321,19 @@ class _File:
     """A session file open for appending, and what is known of it: its
     entries' nodes (`ids`), its last entry, its size and lines. A batch of
     appends holds its flock and has checked once that the path still names
-    it (device and inode); each line is one write and one fdatasync."""
+    it (device and inode); each line is one write and one fdatasync.
+
+    What it knows of the file was true when the file was last looked at;
+    its identity (persist.ident) is compared with the one left by its own
+    last look or write when it takes the lock, before each write and when it
+    lets the lock go. A change it did not make (another program's edit of
+    the same size leaves the size as expected) is then told from its own
+    writes where the filesystem stamps every change after a stat anew
+    (persist.settles): `foreign` is set, and the index cache it saves is
+    compared by content next time. Elsewhere, an identity within a tick of
+    a change may hide another, so a file it wrote to is always compared by
+    content next time. (A change made by another program while a line's own
+    write and sync are under way cannot be told from that write.)"""
 
     def __init__(self, path, fd, header, header_raw, ids, leaf, size, lines, dirty, env, seen=None, known=None):
         st = os.fstat(fd)
@@ -334,6 +346,9 @@ class _File:
         self.wrote = False        # a line was written (or taken in) in this batch
         self.seen = seen          # (time, identity) the file was last looked at (FileState.seen)
         self.known = known        # (offset, CRC-32 before it) known true of the file (FileState.sum)
+        self.last = seen[1] if seen is not None else None    # its identity after our last look or write
+        self.foreign = seen is None     # it may hold a change we did not make, or did not see
+        self.touched = False            # we wrote to it
 
     @classmethod
     def open(cls, path, env, warn):
@@ -380,15 +395,25 @@ class _File:
         if st is None:
             self.release()
             return False
+        self._look(st)
         if st.st_size != self.size:
             self._catch_up(st.st_size)
         return True
+
+    def _look(self, st):
+        """Compare the file's identity now (st) with the one we left: another's change?"""
+        now = persist.ident(st)
+        if now != self.last:
+            self.foreign = True
+        self.last = now
 
     def release(self):
         if self.held:
             if self.wrote:      # what the file is after this batch's lines (for the index cache)
                 stamp = persist.now()
-                self.seen, self.wrote = (stamp, persist.ident(os.fstat(self.fd))), False
+                st = os.fstat(self.fd)
+                self._look(st)
+                self.seen, self.wrote = (stamp, self.last), False
             self.held = False
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
@@ -422,6 +447,7 @@ class _File:
         """Under the lock: what is known of the file proved untrue (an index cache
         that lied): read it all again from the top, into the same ids."""
         r = recover(self.path, self.fd)
+        self.foreign = True
         self.ids.clear()
         self.ids.update(r.ids)
         self.header, self.header_raw, self.leaf = r.header, r.header_raw, r.leaf
@@ -431,10 +457,13 @@ class _File:
     def append(self, data, obj):
         """Write one entry's line durably (held: the lock is taken)."""
         start = self.size
+        self._look(os.fstat(self.fd))
         try:
             files.write_durably(self.fd, data)
         except OSError as e:
             self._cut_back(start, e)
+        self.last = persist.ident(os.fstat(self.fd))
+        self.touched = True
         self.ids[obj["id"]] = index.node(obj, start, start + len(data))
         self.size += len(data)
         self.lines += 1
@@ -472,6 +501,8 @@ class _File:
             r = FileState()
             r.header_raw, r.ids, r.leaf, r.end, r.end_line = self.header_raw, self.ids, self.leaf, self.size, self.lines
             r.seen, r.sum = self.seen, self.known
+            if self.foreign or (self.touched and not persist.settles(self.path, os.fstat(self.fd))):
+                r.seen = None      # compared by content next time (see the class)
             index.save(self.path, self.fd, r, self.env)
         os.close(self.fd)
 

@@ -1113,6 +1113,35 @@ def test_a_file_append_just_wrote_is_believed_on_identity_where_changes_always_s
     assert ok(log("replay", "--context", f)).stdout.count(b"AGAIN") == 1
 
 
+def test_an_edit_made_while_append_runs_is_never_hidden_by_its_cache(isolated):
+    """A same-size edit made between two lines of a running append (a person
+    fixing a typo while a turn runs) leaves the file's size as append expects
+    it, and append's next write moves its times past the edit's. The index
+    entry append then saves must not be believed on identity: replay and
+    replay --context answer as they do without any cache."""
+    f = session_file(isolated, turns=2)
+    ok(log("replay", "--context", f))
+    first, second = msg("e0000001", "0001bbbb", "user", "more"), msg("e0000002", "e0000001", "user", "again")
+    with Appender(f) as a:
+        a.send(first)
+        a.wait_for(first)
+        data = read(f)
+        broken = data.replace(b'"}]}}\n', b'"}]} \n', 1)       # an earlier line, no longer JSON
+        assert broken != data and len(broken) == len(data)
+        with open(f, "r+b") as fh:
+            fh.write(broken)
+        a.send(second)
+        a.wait_for(first + second)
+        a.p.stdin.close()
+        assert a.p.wait() == 0
+    got = []
+    for _ in range(2):
+        got.append([(p.returncode, p.stdout, p.stderr) for p in (log("replay", f), log("replay", "--context", f))])
+        _no_cache()
+    assert got[0] == got[1]
+    assert got[1][0][0] != 0        # (the broken line is found without a cache)
+
+
 def _cut(f, data):
     """Cut the file shorter in place (same inode), at a line boundary."""
     keep = b"".join(split_lines(data)[:-3])

@@ -323,17 +323,19 @@ class _File:
     appends holds its flock and has checked once that the path still names
     it (device and inode); each line is one write and one fdatasync.
 
-    What it knows of the file was true when the file was last looked at;
-    its identity (persist.ident) is compared with the one left by its own
-    last look or write when it takes the lock, before each write and when it
-    lets the lock go. A change it did not make (another program's edit of
-    the same size leaves the size as expected) is then told from its own
-    writes where the filesystem stamps every change after a stat anew
-    (persist.settles): `foreign` is set, and the index cache it saves is
-    compared by content next time. Elsewhere, an identity within a tick of
-    a change may hide another, so a file it wrote to is always compared by
-    content next time. (A change made by another program while a line's own
-    write and sync are under way cannot be told from that write.)"""
+    What it knows of the file was true when the file was last looked at.
+    When it takes the lock, the file's identity (persist.ident) is compared
+    with the one it left: on opening, or after its last batch of lines.
+    Where the filesystem stamps every change after a stat anew
+    (persist.settles), a change it did not make since then shows there,
+    even another program's edit of the same size (the size is as expected):
+    `foreign` is set, and the index cache it saves is compared by content
+    next time. Elsewhere, an identity within a tick of a change may hide
+    another, so a file it wrote to is always compared by content next time.
+    (A change made by another program while a batch of lines is being
+    written cannot be told from its writes: a stat between every two lines
+    would do it, at ~10 us a line, as each write then updates the inode's
+    times.)"""
 
     def __init__(self, path, fd, header, header_raw, ids, leaf, size, lines, dirty, env, seen=None, known=None):
         st = os.fstat(fd)
@@ -411,8 +413,7 @@ class _File:
         if self.held:
             if self.wrote:      # what the file is after this batch's lines (for the index cache)
                 stamp = persist.now()
-                st = os.fstat(self.fd)
-                self._look(st)
+                self.last = persist.ident(os.fstat(self.fd))
                 self.seen, self.wrote = (stamp, self.last), False
             self.held = False
             fcntl.flock(self.fd, fcntl.LOCK_UN)
@@ -457,12 +458,10 @@ class _File:
     def append(self, data, obj):
         """Write one entry's line durably (held: the lock is taken)."""
         start = self.size
-        self._look(os.fstat(self.fd))
         try:
             files.write_durably(self.fd, data)
         except OSError as e:
             self._cut_back(start, e)
-        self.last = persist.ident(os.fstat(self.fd))
         self.touched = True
         self.ids[obj["id"]] = index.node(obj, start, start + len(data))
         self.size += len(data)

@@ -76,6 +76,29 @@ def test_an_id_taken_by_another_key_in_an_earlier_run_moves_this_key_on():
     assert again.get("k") == got and again.taken == ids.taken
 
 
+def test_ids_remembered_are_the_answers_asked_afresh(monkeypatch):
+    """common.Ids remembers the answers for recent keys (a record names its
+    parent, asked about just before): each is the one the hashes give when
+    asked again, a key with no id yet included, before and after get gives
+    it one, whatever the memo forgot meanwhile."""
+    import random
+
+    monkeypatch.setattr(common.Ids, "MEMO", 8)
+    rng = random.Random(3)
+    keys = [f"uuid-{i}" for i in range(40)]
+    h = common.key_hash(keys[0])
+    ids = common.Ids(taken=[f"{((h >> 32) << 32) | ((h + 1) & 0xffffffff):016x}"])   # keys[0] moves on
+    given = {}
+    for step in range(3000):
+        k = rng.choice(keys[:6] if step < 1000 else keys)     # few keys (all remembered), then many
+        got = ids.get(k) if rng.random() < 0.25 else ids.find(k)
+        c, mine = ids._slot(k)
+        assert got == (f"{c >> 32:08x}" if mine else None)
+        if got is not None:
+            assert given.setdefault(k, got) == got          # an id once given stays the key's
+    assert len(given) > 30 and given[keys[0]] == f"{common.key_hash(keys[0], 1) >> 32:08x}"
+
+
 def test_hashes_packed_past_small_are_the_same_set(monkeypatch):
     """common.Hashes: past SMALL the hashes go into one sorted array; what is
     there, its top 32 bits, its length and its 16-hex form are the same."""

@@ -130,11 +130,18 @@ def sniff(head):
     return False
 
 
+_COUNTED = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
 def _total(u):
     if type(u) is not dict:
         return -1
-    return sum(v for k in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                           "cache_creation_input_tokens") if type(v := u.get(k)) is int)
+    total = 0
+    for k in _COUNTED:
+        v = u.get(k)
+        if type(v) is int:
+            total += v
+    return total
 
 
 def _usage(u, model):
@@ -424,8 +431,8 @@ class Reader:
             if isinstance(m.get("stop_reason"), str):
                 stop = m["stop_reason"]
         model = msg.get("model") if isinstance(msg.get("model"), str) else None
-        for r in recs[1:]:
-            self._skip("split line")
+        if len(recs) > 1:
+            self.skipped["split line"] = self.skipped.get("split line", 0) + len(recs) - 1
         eid = self.ids.get(first["uuid"]) if isinstance(first.get("uuid"), str) \
             else self.ids.get(f"reply@{self.last}")
         parent = self._parent(first.get("parentUuid"))

@@ -868,10 +868,8 @@ def _fresh(lines, billing, env, warn):
     sid, target = obj["id"], paths.session_path(obj, env)
     if os.path.lexists(target):
         return None
-    batch = session.Batch(target, obj, head, env=env, warn=warn, sync_dir=False)
-    if batch.file is not None:      # made meanwhile
-        batch.close()
-        return None
+    # (one made from now on is found as this one is made, and given what it lacks: Batch._create)
+    batch = session.Batch(target, obj, head, env=env, warn=warn, sync_dir=False, exists=False)
     try:
         body = data[sizes[0]:]
         if lines.billed:

@@ -731,7 +731,10 @@ class Batch:
 
     LIMIT = 4 << 20         # bytes held in memory while the file is not created yet
 
-    def __init__(self, path, header, header_raw, env=None, warn=None, sync_dir=True):
+    def __init__(self, path, header, header_raw, env=None, warn=None, sync_dir=True, exists=None):
+        """exists: whether the file is there, when the caller has just looked
+        (else it is looked for here); one that appears meanwhile is found at
+        its creation, which never replaces a file (_create)."""
         self.path, self.env, self.warn = path, env, warn or (lambda message: None)
         self.sync_dir = sync_dir      # False: the caller syncs the directory of a new file
         self.header, self.header_raw = header, header_raw
@@ -744,7 +747,7 @@ class Batch:
         self.buf, self.buf_size = [], 0
         self.written = 0
         self.lean = False         # made by this batch: no index nodes kept
-        if os.path.lexists(path):
+        if os.path.lexists(path) if exists is None else exists:
             self._open()
         elif header_raw is None:
             raise PantoError(f"'{path}' does not exist and there is no session header to start it with")

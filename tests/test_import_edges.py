@@ -686,3 +686,28 @@ def _mk(*parts):
     d = os.path.join(*parts)
     os.makedirs(d, exist_ok=True)
     return d
+
+
+def test_a_session_made_by_another_writer_while_import_holds_it_gets_only_what_it_lacks(tmp_path):
+    """A first import takes a session's lines all at once (Batch.add_lines)
+    once it found no file; when another writer makes the file before the
+    import creates it, the import adds to it what it lacks, each entry once,
+    and never replaces it."""
+    from builders import session_bytes
+
+    from pantolib import session
+
+    whole = session_bytes(tmp_path, turns=3)
+    head, body = whole.split(b"\n", 1)
+    path = str(tmp_path / "s.jsonl")
+    batch = session.Batch(path, orjson.loads(head), head + b"\n", sync_dir=False, exists=False)
+    batch.add_lines(body, body.count(b"\n"), True)
+    theirs = b"".join(whole.splitlines(keepends=True)[:3])    # header and the first turn, made meanwhile
+    with open(path, "xb") as f:
+        f.write(theirs)
+    try:
+        assert batch.finish() == 4
+    finally:
+        batch.close()
+    got = read(path)
+    assert got.startswith(theirs) and sorted(got.splitlines()) == sorted(whole.splitlines())

@@ -324,7 +324,8 @@ class Reader:
                         yield from self._record(et, erec, erec.get("message"), None)
                     early = []
                 if t == "assistant" and type(msg) is dict:
-                    yield from self._flush_boundary()
+                    if self.boundary is not None:
+                        yield from self._flush_boundary()
                     pending = [(start, rec)]
                     continue
                 yield from self._record(t, rec, msg, start)
@@ -345,7 +346,8 @@ class Reader:
                 yield self._compaction(self.boundary[1], common.text_of(msg.get("content")), rec)
                 self.boundary = None
                 return
-            yield from self._flush_boundary()
+            if self.boundary is not None:
+                yield from self._flush_boundary()
             content = _user_blocks(msg.get("content"), self.skipped)
             eid = self.ids.get(rec["uuid"]) if isinstance(rec.get("uuid"), str) else self.ids.get(f"user@{self.last}")
             ts = common.iso(rec.get("timestamp")) or "1970-01-01T00:00:00.000Z"
@@ -357,7 +359,8 @@ class Reader:
             if self.waiting and isinstance(rec.get("uuid"), str):
                 yield from self._placed(rec["uuid"], eid)
             return
-        yield from self._flush_boundary()
+        if self.boundary is not None:
+            yield from self._flush_boundary()
         if t == "system" and rec.get("subtype") == "compact_boundary":
             self.boundary = (start, rec)
             return

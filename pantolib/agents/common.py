@@ -5,6 +5,8 @@ import sys
 from array import array
 from bisect import bisect_left
 
+from pantolib import entries
+
 
 def session_uuid(agent, source_id):
     """The panto session id of a source session: its own id when that is a
@@ -206,16 +208,12 @@ def header(sid, timestamp, cwd, agent, path, source_id, parent=None, relation=No
 def usage(input=0, output=0, cache_read=0, cache_write=0, reasoning=0, cache_write_1h=0):
     """Usage in panto's form from a source's counts (anything not a positive
     int reads as 0), as entries.usage_dict writes it."""
-    from pantolib import entries
-
     counts = (input, output, cache_read, cache_write, reasoning, cache_write_1h)
     return entries.usage_dict(*(v if type(v) is int and v > 0 else 0 for v in counts))
 
 
 def _norm_usage(u):
     """A usage dict of panto's keys in panto's form (SPEC §3's reading of it, entries.usage_counts)."""
-    from pantolib import entries
-
     return entries.usage_dict(*entries.usage_counts(u))
 
 
@@ -276,8 +274,6 @@ LAST_MS = 253402300800000      # 10000-01-01T00:00:00Z: the stamp has four digit
 def iso(value):
     """A source's time stamp (an ISO 8601 string, or Unix seconds or milliseconds
     as a number) as panto's (UTC, milliseconds, Z); None when it is not one."""
-    import datetime
-
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -286,6 +282,8 @@ def iso(value):
         s = value.strip()
         if len(s) == 24 and s[10] == "T" and s[19] == "." and s[23] == "Z":
             return s                   # already panto's form (the common case)
+        import datetime
+
         try:
             d = datetime.datetime.fromisoformat(s[:-1] + "+00:00" if s[-1:] in "Zz" else s)
         except ValueError:
@@ -297,8 +295,6 @@ def iso(value):
         return None
     if not 0 <= ms < LAST_MS:
         return None
-    from pantolib import entries
-
     try:
         return entries.iso_ms(ms)
     except (OverflowError, OSError, ValueError):

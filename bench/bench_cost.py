@@ -18,7 +18,11 @@ held to the target. The sums are checked to agree with jq
 (tokens exactly, dollars to float precision, which is all jq has) and the
 token counts with ccusage's. Peak memory is each command's own maximum
 resident set (GNU time, when installed), for the whole tree and for an
-eighth of it: constant memory means the two are alike.
+eighth of it: constant memory means the two are alike. The floors a missed
+target is measured against are printed last (medians of --repeat runs of
+common.floor): fresh Python processes, one a CPU, that stat every file and
+orjson.loads the lines holding panto's mark of an assistant entry (a first
+report); one that imports orjson and stats every file (nothing changed).
 
 ccusage is looked for as --ccusage, else on PATH; without it that part is
 skipped (install it into a scratch folder with `npm install ccusage@20`:
@@ -34,6 +38,7 @@ prices compaction entries too, as panto-cost does.
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -284,6 +289,13 @@ def main():
         print(f"first report / ccusage:    {verdict(firsts, FIRST)}")
         print(f"nothing changed / ccusage: {verdict(agains, NOTHING)}")
         print(f"one session grown by a turn / ccusage: {verdict(growns, GROWN)}")
+        # the floors (a target missed is measured against them): the least a Python program does
+        parse = statistics.median(common.floor(files, mark='"assistant"') for _ in range(a.repeat))
+        stats = statistics.median(common.floor(files, stat_only=True, processes=1) for _ in range(a.repeat))
+        print(f"floor, a first report: orjson.loads of the lines holding \"assistant\" (panto's mark) and a stat "
+              f"of each file, one fresh Python a CPU: {parse:.2f} s = {parse / cc_best:.3f}x ccusage")
+        print(f"floor, nothing changed: one fresh Python that imports orjson and stats every file: {stats:.3f} s "
+              f"= {stats / cc_best:.3f}x ccusage")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if not a.keep:

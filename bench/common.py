@@ -61,3 +61,50 @@ class PeakRss:
         finally:
             os.unlink(self.path)
             self.path = None
+
+
+# One floor process: `import orjson`, then a stat of each file named on stdin
+# and, unless told to only stat, orjson.loads of its lines (all of them, or
+# those holding MARK: found by a search through the whole file, as panto's
+# scanner finds its priced lines, not by a Python loop over every line).
+_FLOOR = r"""
+import os, sys
+import orjson
+mode = sys.argv[1]
+mark = sys.argv[2].encode() if len(sys.argv) > 2 else None
+for path in sys.stdin.buffer.read().split(b"\0"):
+    os.stat(path)
+    if mode == "stat":
+        continue
+    with open(path, "rb") as f:
+        data = f.read()
+    if mark is None:
+        for line in data.split(b"\n"):
+            if line:
+                orjson.loads(line)
+        continue
+    at = data.find(mark)
+    while at >= 0:
+        s, e = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+        e = len(data) if e < 0 else e
+        orjson.loads(data[s:e])
+        at = data.find(mark, e)
+"""
+
+
+def floor(files, mark=None, stat_only=False, processes=None):
+    """Seconds for the least a Python program must do over `files`: fresh
+    processes (`python -c` that imports orjson; one per CPU unless told),
+    each given every n-th file, stat it and orjson.loads its lines (those
+    holding `mark`, when given; none with stat_only). The floor a target
+    is measured against where panto misses it."""
+    n = processes or len(os.sched_getaffinity(0))
+    args = ["stat"] if stat_only else ["parse", *([mark] if mark else [])]
+    t = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", _FLOOR, *args], stdin=subprocess.PIPE) for _ in range(n)]
+    for k, p in enumerate(procs):
+        p.stdin.write(b"\0".join(os.fsencode(f) for f in files[k::n]))
+        p.stdin.close()
+    if any(p.wait() for p in procs):
+        sys.exit("the floor's processes failed")
+    return time.perf_counter() - t

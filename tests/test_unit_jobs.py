@@ -67,6 +67,28 @@ def test_run_with_large_answers(monkeypatch):
     assert {i: (ok, len(v)) for i, (ok, v) in done.items()} == {0: (True, 1 << 20), 1: (True, 2 << 20), 2: (True, 3 << 20)}
 
 
+def test_the_workers_answer_through_pipes_that_hold_a_mebibyte(monkeypatch):
+    """Each worker's answers pass through a pipe of jobs.PIPE bytes, not
+    Linux's 64 KiB: an import's lines go in a sixteenth of the wake-ups."""
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("no F_GETPIPE_SZ: pipes stay as the system makes them")
+    with open("/proc/sys/fs/pipe-max-size") as f:
+        if int(f.read()) < jobs.PIPE:
+            pytest.skip("pipes may not be made this large here")
+    widen, held = jobs._widen, []
+
+    def spy(fd):
+        widen(fd)
+        held.append(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+
+    monkeypatch.setattr(jobs, "_widen", spy)
+    monkeypatch.setenv("PANTO_JOBS", "2")
+    done = jobs.run([1, 2, 3], lambda n: b"y" * (n << 20), [1, 1, 1])
+    assert held == [jobs.PIPE, jobs.PIPE]
+    assert {i: len(v) for i, (_, v) in done.items()} == {0: 1 << 20, 1: 2 << 20, 2: 3 << 20}
+
+
 @pytest.mark.parametrize("sizes, n", [
     ([10, 1, 5, 1, 7, 3, 100], 3), ([0] * 5000, 2), ([1 << 30] * 3, 8), (list(range(20000)), 64),
     ([5 << 20] * 10 + [10] * 10000, 2), ([], 2),

@@ -138,7 +138,7 @@ class Ids(Hashes):
     whether an id it meets again is this key's or another's: `get` of a key
     seen in an earlier run gives its id again. The answers for the last
     MEMO keys asked are remembered: a record names its parent, asked about
-    as the record before it (a quarter of an import's hashing went to asking
+    as the record before it (a third of an import's hashing went to asking
     again). Memory: 8 bytes an id past Hashes.SMALL of them, and the MEMO
     keys; len(): the ids given, this run and before."""
 

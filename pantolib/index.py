@@ -123,7 +123,7 @@ def save(path, fd, r, env=None):
         if persist.ident(st) != seen:
             stamp = None    # changed since it was looked at: compared by content next time
         elif persist.racy(seen, stamp):    # (this fstat came after the last change: see persist.settles)
-            settled = persist.settles(path, st)
+            settled = persist.settles(path, st.st_dev)
         data = orjson.dumps({
             "path": os.path.abspath(path), "ident": persist.ident(st), "stamp": stamp, "settled": settled,
             "end": r.end,

@@ -88,8 +88,8 @@ _SETTLES = {}   # device -> settles' answer, once per process
 PROBE_NS = 500_000   # a probe slower than this proves nothing (two timer ticks are >= 1 ms apart)
 
 
-def settles(path, st):
-    """Does the filesystem holding the file at path (st: its os.stat) give the
+def settles(path, dev):
+    """Does the filesystem holding the file at path (on device dev) give the
     first change after a stat a ctime of its own, even within one timestamp
     tick? Linux 6.13's multigrain timestamps do (ext4, xfs, btrfs, tmpfs): a
     stat marks the inode, and its next change takes a fine-grained time. Then
@@ -102,7 +102,6 @@ def settles(path, st):
     all within half a millisecond (a coarse clock ticks at most every 1 ms, so
     it cannot have moved three times). Anything else (no O_TMPFILE, another
     device, a slow probe, one ctime alike) answers False: the racy rule stays."""
-    dev = st.st_dev
     got = _SETTLES.get(dev)
     if got is None:
         got = _SETTLES[dev] = _probe(os.path.dirname(os.path.abspath(path)), dev)

@@ -500,7 +500,7 @@ class _File:
             r = FileState()
             r.header_raw, r.ids, r.leaf, r.end, r.end_line = self.header_raw, self.ids, self.leaf, self.size, self.lines
             r.seen, r.sum = self.seen, self.known
-            if self.foreign or (self.touched and not persist.settles(self.path, os.fstat(self.fd))):
+            if self.foreign or (self.touched and not persist.settles(self.path, self.ident[0])):
                 r.seen = None      # compared by content next time (see the class)
             index.save(self.path, self.fd, r, self.env)
         os.close(self.fd)

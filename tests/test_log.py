@@ -1098,7 +1098,7 @@ def test_a_file_append_just_wrote_is_believed_on_identity_where_changes_always_s
 
     f = session_file(isolated, turns=2)
     ok(log("append", f, input=msg("e0000001", "0001bbbb", "user", "more")))
-    settles = persist.settles(f, os.stat(f))
+    settles = persist.settles(f, os.stat(f).st_dev)
     assert _checked(f) is (not settles)
     ok(log("append", f, input=msg("e0000002", "e0000001", "user", "again")))
     st = os.stat(f)

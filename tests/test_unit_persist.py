@@ -240,7 +240,7 @@ def test_settles_only_where_every_change_after_a_stat_shows(tmp_path, monkeypatc
     (tmp_path / "d").mkdir()
     f = tmp_path / "d" / "f"
     f.write_bytes(b"x")
-    got = persist.settles(str(f), os.stat(f))
+    got = persist.settles(str(f), os.stat(f).st_dev)
     assert got in (True, False)
     fd = os.open(f, os.O_WRONLY | os.O_APPEND)
     try:
@@ -254,16 +254,16 @@ def test_settles_only_where_every_change_after_a_stat_shows(tmp_path, monkeypatc
     assert not (got and alike), (got, alike)
     if alike > 100:
         assert got is False
-    assert persist.settles(str(f), os.stat(f)) is got        # once per device
+    assert persist.settles(str(f), os.stat(f).st_dev) is got        # once per device
     assert os.listdir(tmp_path / "d") == ["f"]                # the probe's file had no name
 
 
 def test_settles_says_no_where_it_cannot_probe(tmp_path, monkeypatch):
     monkeypatch.setattr(persist, "_SETTLES", {})
     proc = os.stat("/proc/self/status")
-    assert persist.settles("/proc/self/status", proc) is False     # no unnamed files there
+    assert persist.settles("/proc/self/status", proc.st_dev) is False     # no unnamed files there
     monkeypatch.setattr(persist, "_SETTLES", {})
-    assert persist.settles(str(tmp_path / "f"), proc) is False       # the folder is on another device
+    assert persist.settles(str(tmp_path / "f"), proc.st_dev) is False       # the folder is on another device
 
 
 def test_code_is_the_installed_files_and_changes_with_any_of_them(tmp_path):

@@ -246,8 +246,8 @@ class Reader:
                 "headed": self.headed, "ts": self.ts,
                 "waiting": self.waiting}
 
-    def _skip(self, kind):
-        self.skipped[kind] = self.skipped.get(kind, 0) + 1
+    def _skip(self, kind, n=1):
+        self.skipped[kind] = self.skipped.get(kind, 0) + n
 
     def _parent(self, uuid):
         if uuid is None:
@@ -325,7 +325,7 @@ class Reader:
                     early = []
                 if t == "assistant" and type(msg) is dict:
                     if self.boundary is not None:
-                        yield from self._flush_boundary()
+                        yield self._flush_boundary()
                     pending = [(start, rec)]
                     continue
                 yield from self._record(t, rec, msg, start)
@@ -347,7 +347,7 @@ class Reader:
                 self.boundary = None
                 return
             if self.boundary is not None:
-                yield from self._flush_boundary()
+                yield self._flush_boundary()
             content = _user_blocks(msg.get("content"), self.skipped)
             eid = self.ids.get(rec["uuid"]) if isinstance(rec.get("uuid"), str) else self.ids.get(f"user@{self.last}")
             ts = common.iso(rec.get("timestamp")) or "1970-01-01T00:00:00.000Z"
@@ -360,7 +360,7 @@ class Reader:
                 yield from self._placed(rec["uuid"], eid)
             return
         if self.boundary is not None:
-            yield from self._flush_boundary()
+            yield self._flush_boundary()
         if t == "system" and rec.get("subtype") == "compact_boundary":
             self.boundary = (start, rec)
             return
@@ -370,9 +370,9 @@ class Reader:
         self._left_out(rec, t if t != "system" else f"system {rec.get('subtype')}")
 
     def _flush_boundary(self):
-        if self.boundary is not None:
-            b, self.boundary = self.boundary, None
-            yield self._compaction(b[1], "", None)
+        """The compaction of the boundary waiting (there is one) whose summary never came."""
+        b, self.boundary = self.boundary, None
+        return self._compaction(b[1], "", None)
 
     def _compaction(self, b, summary, summary_rec):
         eid = self.ids.get(b["uuid"]) if isinstance(b.get("uuid"), str) else self.ids.get(f"compact@{self.last}")
@@ -435,7 +435,7 @@ class Reader:
                 stop = m["stop_reason"]
         model = msg.get("model") if isinstance(msg.get("model"), str) else None
         if len(recs) > 1:
-            self.skipped["split line"] = self.skipped.get("split line", 0) + len(recs) - 1
+            self._skip("split line", len(recs) - 1)
         eid = self.ids.get(first["uuid"]) if isinstance(first.get("uuid"), str) \
             else self.ids.get(f"reply@{self.last}")
         parent = self._parent(first.get("parentUuid"))

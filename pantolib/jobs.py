@@ -25,6 +25,7 @@ PANTO_JOBS=N: N workers (at most one per item, and at most MAX_PER_CPU per
 CPU: more only share the same cores, each one a forked process), whatever the
 amount of work; 1: never. Unset, empty or anything else: decided as above.
 """
+import fcntl
 import marshal
 import os
 
@@ -264,10 +265,8 @@ def _widen(fd):
     in a sixteenth of the writes, reads and wake-ups. Where it cannot (not
     Linux, or the user's pipes hold their most already), it stays as it is."""
     try:
-        import fcntl
-
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE)
-    except (ImportError, AttributeError, OSError):
+    except (AttributeError, OSError):      # (no F_SETPIPE_SZ: not Linux)
         pass
 
 

@@ -101,15 +101,15 @@ def grow(root, s, turns, pad):
         f.write(data)
 
 
-IN_FLIGHT = 8       # the copy's syncs at a time, as panto-log import's
-
-
 def durable_copy(sources, dest):
     """Seconds to copy each source into a new file of its own under dest (a
     folder per project, as panto's per cwd), each written whole and
-    fdatasync'd IN_FLIGHT at a time, then each folder synced: what a first
-    import must do at least to leave a durable archive."""
+    fdatasync'd as many at a time as panto-log import syncs, then each
+    folder synced: what a first import must do at least to leave a durable
+    archive."""
     from concurrent.futures import ThreadPoolExecutor
+
+    from pantolib.importing import IN_FLIGHT
 
     def sync(fd):
         try:
@@ -215,8 +215,8 @@ def main():
             copy = durable_copy(sources, os.path.join(tmp, "floor-copy"))
             parse = common.floor(sources)
             cc = statistics.median(r[2] for r in same + grown)
-            print(f"floor, a durable copy of the sources (a file each, written and fdatasync'd {IN_FLIGHT} at a "
-                  f"time, folders synced): {copy:.2f} s = {copy / cc:.3f}x ccusage; orjson.loads of every line, "
+            print(f"floor, a durable copy of the sources (a file each, written and fdatasync'd as panto's are, "
+                  f"folders synced): {copy:.2f} s = {copy / cc:.3f}x ccusage; orjson.loads of every line, "
                   f"one fresh Python a CPU: {parse:.2f} s = {parse / cc:.3f}x; panto's first import "
                   f"{first[0]:.2f} s = {first[0] / copy:.2f}x the copy")
         # memory: one huge source against a small one

@@ -198,14 +198,18 @@ def place(tmp, path, data):
     return True
 
 
-def create(path, data, what, sync_dir=True):
+def create(path, data, what, sync_dir=True, look=None):
     """Make a file at path holding data, whole or not at all: written to a
     temporary file beside it (mode 0600, locked while live), synced, then
     put in place without ever replacing a file that appeared meanwhile
     (False then). Missing directories are made (0700); on a failure no
     temporary file and none of them is left, and the error says `what`.
     sync_dir=False leaves the directory's sync, and the removal of stale
-    temporary files in it, to the caller (once for many files made there)."""
+    temporary files in it, to the caller (once for many files made there).
+    look: called with the descriptor of the file written (still locked) once
+    it is placed and its temporary name gone, i.e. after its last change (a
+    cache entry of what it holds is keyed by what it sees); where place()
+    had to write another file at path, this one has no link left."""
     import tempfile
 
     directory = os.path.dirname(os.path.abspath(path))
@@ -221,6 +225,10 @@ def create(path, data, what, sync_dir=True):
         write_all(fd, data)
         os.fsync(fd)
         created = place(tmp, path, data)
+        if created and look is not None:
+            unlink_quietly(tmp)     # (before the look: removing a name changes the file's ctime)
+            tmp = None
+            look(fd)
         if sync_dir:
             fsync_dir(directory)
     except OSError as e:

@@ -635,7 +635,9 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env)
     sizes = [st.st_size if "#" not in source else AHEAD + 1 for _, source, st, _ in todo]
     for _, source, _, _ in todo:    # their buckets loaded before the workers start: they have them
         records.get(source)
-    ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], records), sizes, AHEAD, AHEAD_FROM)
+    prices = run.prices = None if dry_run else _prices(env)
+    ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], records, prices), sizes, AHEAD,
+                         AHEAD_FROM)
     try:
         for i, ok, value in ahead:
             mod, source, st, few = todo[i]
@@ -643,7 +645,7 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env)
                 if ok is False:
                     raise value
                 job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, records, env,
-                                   value)
+                                   value, prices)
             except BillingError:
                 raise
             except (PantoError, OSError) as e:
@@ -667,6 +669,8 @@ class _Run:
         self.unsaved = []         # (source, stat): records kept, not saved yet
         self.saved_at = time.monotonic()
         self.dirs = set()
+        self.prices = None        # the price table the sessions' token sums were counted with
+        self.tallies = {}         # panto-cost's cache entries of the files made (tallies.made), by key
 
     def submit(self, source, st, job, few=False):
         """Sync a source's session in the pool; few (and no pool yet): here and now."""
@@ -696,6 +700,8 @@ class _Run:
                 continue
             if job.new_dir is not None:
                 self.dirs.add(job.new_dir)
+            if job.tally is not None:
+                self.tallies[job.target] = job.tally
             self.records.put(source, job.record())
             self.unsaved.append((source, st))
         if time.monotonic() - self.saved_at >= SAVE_EVERY:
@@ -726,6 +732,10 @@ class _Run:
                 files.fsync_dir(d)
             except OSError:
                 pass
+        if self.tallies:
+            from pantolib import tallies
+
+            tallies.keep(self.prices, self.tallies, self.env)
 
     def close(self):
         if self.pool is not None:
@@ -757,6 +767,8 @@ class _Job:
             batch, reader, st, source, target, sid, crc
         self.deferred = False
         self.new_dir = None
+        self.rows = None        # the token sums of the file's priced lines, when this batch makes it whole
+        self.tally = None       # then, once made: its entry in panto-cost's cache (tallies.made)
 
     def finish(self):
         try:
@@ -765,9 +777,19 @@ class _Job:
                 self.deferred = self.batch.finish() is None
                 if created and not self.deferred:
                     self.new_dir = os.path.dirname(self.target)
+                if self.batch.made is not None and self.rows is not None:
+                    self._tally(*self.batch.made)
         finally:
             if self.batch is not None:
                 self.batch.close()
+
+    def _tally(self, stamp, st, data):
+        """Its entry in panto-cost's cache: a first report then reads nothing of it."""
+        from pantolib import tallies
+
+        self.batch.made = None
+        self.tally = tallies.made(self.batch.header, self.rows, stamp, st, persist.settles(self.target, st.st_dev),
+                                  data)
 
     def record(self):
         st = self.st
@@ -803,7 +825,8 @@ def _lines(reader):
             yield None, obj, obj["id"], False, None if b is None else ask(b, obj["id"])
 
 
-_ENTRY, _ASSISTANT, _HEADER = 0, 1, 2     # the kinds of the lines of a _Lines
+_ENTRY, _ASSISTANT, _HEADER, _TURN = 0, 1, 2, 3     # the kinds of the lines of a _Lines
+# (_TURN: a compaction or branchSummary entry; it and an assistant message are priced: tallies.rows_of)
 
 
 class _Lines:
@@ -813,8 +836,9 @@ class _Lines:
     session header), their kinds, and (index, `ask` of its _billing) of
     those that may have been paid for elsewhere."""
 
-    def __init__(self, data, sizes, eids, kinds, billed):
+    def __init__(self, data, sizes, eids, kinds, billed, rows=None):
         self.data, self.sizes, self.eids, self.kinds, self.billed = data, sizes, eids, kinds, billed
+        self.rows = rows        # the token sums of the priced lines (tallies.rows_of), or None
 
     def fresh(self):
         """Whether the lines are a session whole, from its header on (one, first)."""
@@ -834,13 +858,15 @@ class _Lines:
             yield raw, None, eid, kind == _ASSISTANT, billed.get(i)
 
 
-def _take(mod, source, st, records):
+def _take(mod, source, st, records, prices=None):
     """In a worker: one source read whole, its entries written as lines
-    (plain values only: _read_source takes them as _Lines)."""
-    from pantolib import stream
+    (plain values only: _read_source takes them as _Lines); read from its
+    top, with their token sums when there are prices (tallies.rows_of)."""
+    from pantolib import stream, tallies
 
     start, target, sid, reader = _begin(mod, source, st, records)
     raws, sizes, eids, kinds, billed = [], [], [], bytearray(), []
+    turns = [] if prices is not None and start == 0 else None
     for _, obj, eid, _, b in _lines(reader):
         if b is not None:
             billed.append((len(raws), b))
@@ -848,21 +874,30 @@ def _take(mod, source, st, records):
         raws.append(raw)
         sizes.append(len(raw))
         eids.append(eid)
-        kinds.append(_HEADER if eid is None else _ASSISTANT if stream.is_assistant(obj) else _ENTRY)
-    return (start, target, sid, (b"".join(raws), sizes, eids, bytes(kinds), billed), reader.end, reader.state,
-            reader.skipped, reader.bad, _crc_of(source, reader.end))
+        kind = (_HEADER if eid is None else _ASSISTANT if stream.is_assistant(obj)
+                else _TURN if stream.is_compaction(obj) or stream.is_branch_summary(obj) else _ENTRY)
+        kinds.append(kind)
+        if turns is not None and (kind == _ASSISTANT or kind == _TURN):
+            turns.append(obj)
+    rows = tallies.rows_of(prices, turns, _QUARTERS) if turns is not None else None
+    return (start, target, sid, (b"".join(raws), sizes, eids, bytes(kinds), billed, rows), reader.end,
+            reader.state, reader.skipped, reader.bad, _crc_of(source, reader.end))
 
 
-def _fresh(lines, billing, env, warn):
+_QUARTERS = {}      # a worker's memo for tallies.rows_of (pricing.when_key)
+
+
+def _fresh(lines, billing, env, warn, prices):
     """A source's lines (_Lines) that are a session whole, into a Batch for its
     file when there is none: all at once, not line by line (a first import).
-    (batch, entries added, session id, file), or None (the file is there:
-    its lines are taken one by one, those it has left out)."""
+    (batch, entries added, session id, file, the token sums of its priced
+    lines or None), or None (the file is there: its lines are taken one by
+    one, those it has left out)."""
     import orjson
 
-    from pantolib import session, stream
+    from pantolib import session, stream, tallies
 
-    data, sizes = lines.data, lines.sizes
+    data, sizes, rows = lines.data, lines.sizes, lines.rows
     head = data[:sizes[0]]
     obj = orjson.loads(head)
     sid, target = obj["id"], paths.session_path(obj, env)
@@ -880,11 +915,15 @@ def _fresh(lines, billing, env, warn):
                 for k, payer in elsewhere.items():
                     raws[k] = stream.dumps(_billed_in(orjson.loads(raws[k]), payer))
                 body = b"".join(raws[1:])
+                if rows is not None:        # counted again, as written
+                    rows = tallies.rows_of(prices, [orjson.loads(raw) for raw, kind in zip(raws, lines.kinds)
+                                                    if kind == _ASSISTANT or kind == _TURN])
         batch.add_lines(body, len(sizes) - 1, _ASSISTANT in lines.kinds)
+        batch.look = rows is not None
     except BaseException:
         batch.close()
         raise
-    return batch, len(sizes) - 1, sid, target
+    return batch, len(sizes) - 1, sid, target, rows
 
 
 def _billed_in(obj, payer):
@@ -894,6 +933,18 @@ def _billed_in(obj, payer):
         obj["message"].pop("usage", None)
     obj["billedIn"] = payer
     return obj
+
+
+def _prices(env):
+    """The price table a report reads (models.toml), to count the token sums
+    of each file made with (tallies.rows_of); None when it cannot be read
+    (the report reads those files then, and says why)."""
+    from pantolib import models_toml
+
+    try:
+        return models_toml.load(None, env, cache=True)
+    except (PantoError, OSError):
+        return None
 
 
 def _crc_of(source, end):
@@ -912,10 +963,12 @@ class _Taken:
         self.end, self.state, self.skipped, self.bad, self.crc = end, state, skipped, bad, crc
 
 
-def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, records, env, taken=None):
+def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, records, env, taken=None,
+                 prices=None):
     """Read one source on from its remembered offset into a Batch (nothing
     synced yet); the _Job that finishes it, or None (a dry run). taken: what
-    a worker read of it (_take), else it is read here."""
+    a worker read of it (_take), else it is read here. prices: the table
+    the token sums a worker counted were counted with (tallies.rows_of)."""
     import orjson
 
     from pantolib import session, stream
@@ -930,10 +983,11 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
     batch = None
     added = 0
     existed = start > 0
+    rows = None
     if taken is not None and not dry_run and lines.fresh():
-        made = _fresh(lines, billing, env, warn)
+        made = _fresh(lines, billing, env, warn, prices)
         if made is not None:
-            batch, added, sid, target = made
+            batch, added, sid, target, rows = made
             lines = ()
     held, billed = [], []       # entries waiting for who paid for their responses (asked together)
 
@@ -1000,4 +1054,6 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
         summary.unchanged += 1
     if dry_run:
         return None
-    return _Job(batch, reader, st, source, target, sid, crc)
+    job = _Job(batch, reader, st, source, target, sid, crc)
+    job.rows = rows
+    return job

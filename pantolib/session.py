@@ -747,6 +747,8 @@ class Batch:
         self.buf, self.buf_size = [], 0
         self.written = 0
         self.lean = False         # made by this batch: no index nodes kept
+        self.look = False         # True: `made` says what the file this batch makes whole holds
+        self.made = None          # then (stamp, os.stat, its bytes), looked at after its last change
         if os.path.lexists(path) if exists is None else exists:
             self._open()
         elif header_raw is None:
@@ -824,11 +826,22 @@ class Batch:
         """The file made of what is pending; last: nothing is added after
         (finish), so the file made is not opened again."""
         data = b"".join(self.pending)
-        if files.create(self.path, data, "could not create the session file", self.sync_dir):
+        seen = []
+
+        def look(fd):
+            stamp = persist.now()
+            st = os.fstat(fd)
+            if st.st_nlink == 1 and st.st_size == len(data):    # linked or renamed, and nobody added to it since
+                seen.append((stamp, st, data))
+
+        if files.create(self.path, data, "could not create the session file", self.sync_dir,
+                        look if last and self.look else None):
             lines, self.pending_lines = self.pending_lines + 1, 0
             self.written += lines - 1
             if last:
                 self.pending, self.ids, self.lean = [], set(), True
+                if seen:
+                    self.made = seen[0]
                 return
             # What this run adds next has ids of its own (the reader gives each once):
             # no node is kept per entry, and so no index cache is written for the file.

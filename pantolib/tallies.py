@@ -10,7 +10,9 @@ still the one that was read:
 
 - its identity (device, inode, size, mtime, ctime) alike, and not racy
   (persist.fresh: not changed within the timestamp tick of the entry's
-  stamp): nothing is read at all;
+  stamp, or settled: the entry was made by the file's writer, panto-log
+  import --all, from a look after its last change on a filesystem that
+  stamps every later change anew; `made`): nothing is read at all;
 - else, for a file of 1 MiB or more (CRC_FROM), the same device and inode,
   not shorter, and the same CRC-32 of the whole covered range
   (persist.covers): only the bytes after it are read;
@@ -28,9 +30,10 @@ from pantolib.errors import SessionError
 
 NAME = "cost-cache.json"
 # an entry: [ident, covered, crc, started, header id, created, last, bad, torn, rows, refused, stamp,
-#            lineage]
-# (lineage: the header's [agent, parentSession, relation], stream.lineage; None before it is read)
-_LEN = 13
+#            lineage, settled]
+# (lineage: the header's [agent, parentSession, relation], stream.lineage; None before it is read;
+#  settled: persist.fresh's, True only for an entry its writer made (`made`))
+_LEN = 14
 # A file shorter than this keeps no covered range: when it changes it is read
 # again whole (a few ms), which costs less than the CRC of its bytes and their
 # second read would cost every first report (a tenth of one over 10,000 files).
@@ -96,7 +99,8 @@ class Files:
     def _entry(self, key):
         """The cache's entry for the file, if it has the shape of one, else None."""
         old = self.entries.get(key) if self.use else None
-        if type(old) is not list or len(old) != _LEN or type(old[0]) is not list or not _lineage_ok(old[12]):
+        if (type(old) is not list or len(old) != _LEN or type(old[0]) is not list or not _lineage_ok(old[12])
+                or type(old[13]) is not bool):
             return None
         return old
 
@@ -147,7 +151,7 @@ class Files:
     def _uncovered(self, key, st, span):
         """The bytes read() would read of the file (an estimate), or None when the cache answers."""
         old = self._entry(key)
-        if old is not None and persist.fresh(old[0], old[11], st):
+        if old is not None and persist.fresh(old[0], old[11], st, old[13]):
             return None if span is None or old[6] is not _UNKNOWN else 0    # else its header and last line
         if old is not None and old[0][:2] == [st.st_dev, st.st_ino] and type(old[1]) is int and 0 < old[1] <= st.st_size:
             return st.st_size - old[1]
@@ -184,7 +188,7 @@ class Files:
                 raise error
             return None if fields is None else File(*fields)
         old = self._entry(key)
-        if old is not None and persist.fresh(old[0], old[11], st) and (span is None or old[6] is not _UNKNOWN):
+        if old is not None and persist.fresh(old[0], old[11], st, old[13]) and (span is None or old[6] is not _UNKNOWN):
             if old[10] is not None:
                 raise SessionError(old[10][0], name, old[10][1])
             if span is not None and _outside(span, old[5], old[6]):
@@ -197,7 +201,7 @@ class Files:
     def _read(self, f, name, key, old, span):
         st = os.fstat(f.fileno())
         ident = persist.ident(st)
-        same = old is not None and persist.fresh(old[0], old[11], st)   # what it says of the file holds
+        same = old is not None and persist.fresh(old[0], old[11], st, old[13])   # what it says of the file holds
         if span is not None:
             if same and old[6] is not _UNKNOWN:
                 created, last = old[5], old[6]
@@ -208,7 +212,8 @@ class Files:
                     old[6] = last
                     self.changed = True
                 else:
-                    self._store(key, [ident, 0, 0, False, None, created, last, [], None, None, None, self.stamp, None])
+                    self._store(key, [ident, 0, 0, False, None, created, last, [], None, None, None, self.stamp, None,
+                                      False])
                 return None
         if same and old[9] is not None:
             if span is not None:
@@ -233,7 +238,7 @@ class Files:
                 add(entry)
         except SessionError as e:
             self._store(key, [ident, 0, 0, False, None, None, _UNKNOWN, [], None, None, [e.message, e.line],
-                              self.stamp, None])
+                              self.stamp, None, False])
             raise
         if start:
             header_id, created, bad = old[4], old[5], old[7] + [list(b) for b in scan.bad]
@@ -253,13 +258,62 @@ class Files:
             value = persist.crc(f.fileno(), covered, start, value) if covered else 0   # of every byte covered
             if value is not None:
                 self._store(key, [ident, covered, value, scan.started, header_id,
-                                  created, last, bad, scan.torn, rows, None, self.stamp, lineage])
+                                  created, last, bad, scan.torn, rows, None, self.stamp, lineage, False])
         return File(header_id, rows, bad, scan.torn, created, last, lineage)
 
     def _store(self, key, entry):
         if self.use:
             self.entries[key] = entry
             self.changed = True
+
+
+def rows_of(prices, entries, quarters=None):
+    """The token sums (Tokens.rows) of a session's entries as its writer holds
+    them, parsed (panto-log import, before it writes their lines): each that
+    `scan.priced` names counted as a report counts its line. None where a
+    report would not keep them: an entry it would not count (not a valid
+    one), or a tier decided by today's rates."""
+    from pantolib.scan import priced
+
+    tokens = pricing.Tokens(prices, None, quarters)
+    add = tokens.add
+    try:
+        for entry in entries:
+            if priced(entry):
+                add(entry)
+    except ValueError:
+        return None
+    return None if tokens.today_dependent else tokens.rows()
+
+
+def made(header, rows, stamp, st, settled, data):
+    """The cache entry of a session file its writer has just made whole, of
+    the bytes `data` (its header's line first, `header` parsed): what
+    Files.read would store after reading it, with token sums `rows` (rows_of)
+    and the writer's look (files.create's `seen`: stamp, st); settled:
+    persist.settles of its filesystem (then the entry is believed on
+    identity however soon after the write the next report comes)."""
+    import zlib
+
+    from pantolib import stream
+
+    covered = len(data) if len(data) >= CRC_FROM else 0
+    created = header.get("timestamp")
+    return [persist.ident(st), covered, zlib.crc32(data) if covered else 0, True, header["id"],
+            created if type(created) is str else None, _UNKNOWN, [], None, rows, None, stamp,
+            list(stream.lineage(header)), settled is True]
+
+
+def keep(prices, entries, env=None):
+    """Entries of files their writer made ({path: `made`}) added to the cache,
+    which is saved; its other entries stay as they were (those of files gone
+    are dropped by the next report that saves it)."""
+    files = Files(prices, env=env)
+    for name, entry in entries.items():
+        files.entries[_key(name)] = entry
+    files.changed = True
+    files.seen.update(files.entries)    # (none is looked for here)
+    files.save()
 
 
 def _lineage_ok(v):

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 from builders import lines, read
-from conftest import assert_clean_error, log
+from conftest import assert_clean_error, log, run
 from fixtures.records import (CC_SID, CX_SID, cc_assistant, cc_path, cc_session, cc_text, cc_usage, cc_user,
                               cx_path, cx_session, oc_answer, oc_db, oc_user, write)
 
@@ -554,3 +554,69 @@ def test_a_pi_file_rewritten_as_version_3_adds_a_branch_whose_responses_are_paid
     assert run_all().startswith("panto-log: 1 session (0 new, 1 grown")
     assert _answers(session_file(sid, "/home/u/pi")) == [({"input": 10, "output": 5}, None), ({"input": 11, "output": 6}, None),
                        (None, sid), (None, sid)]
+
+
+IMPORT_PRICES = """\
+[anthropic."claude-sonnet-4-5"]
+input = 3.0
+output = 15.0
+cache_read = 0.3
+cache_write = 3.75
+
+[[anthropic."claude-sonnet-4-5".changes]]
+since = 2025-06-01
+above_tokens = 110
+input_above = 6.0
+output_above = 22.5
+
+[openai.gpt-5-codex]
+input = 1.25
+output = 10.0
+cache_read = 0.125
+"""
+
+
+def test_a_first_import_leaves_panto_cost_nothing_to_read(agents_home, tmp_path):
+    """The files a first import makes whole come with their entries in
+    panto-cost's cache (tallies.made): each the entry panto-cost stores
+    when it reads the file itself (copies billed in another session
+    included), and the reports read through them are those read afresh."""
+    from pantolib import persist
+
+    _claude_sessions(agents_home, 40)
+    _codex_sessions(agents_home, 12)
+    config = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
+    os.makedirs(config)
+    with open(os.path.join(config, "models.toml"), "w") as f:
+        f.write(IMPORT_PRICES)
+    env = dict(os.environ, PANTO_JOBS="2")
+    assert "52 sessions (52 new" in run_all(env=env)
+    made = sessions_in(env["PANTO_SESSION_DIR"])
+    assert sum(b.count(b'"billedIn"') for b in made.values()) == 8
+    cache = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "cost-cache.json")
+    kept = persist.load(cache, "cost-cache.json")["files"]
+    root = env["PANTO_SESSION_DIR"]
+    assert sorted(kept) == sorted(os.path.join(root, name) for name in made)
+    assert all(entry[13] is persist.settles(cache, os.stat(root).st_dev) for entry in kept.values())
+
+    reports = {}
+    for how in ((), ("--no-cache",)):
+        for by in ("session", "model", "agent"):
+            p = run(["panto-cost", "--all", "--by", by, "--json", *how])
+            assert p.returncode == 0, p.stderr
+            reports[how, by] = p.stdout
+    for by in ("session", "model", "agent"):
+        assert reports[(), by] == reports[("--no-cache",), by]
+    assert b'"claude-sonnet-4-5"' in reports[(), "model"] and b'"gpt-5-codex"' in reports[(), "model"]
+
+    os.unlink(cache)
+    p = run(["panto-cost", "--all", "--no-cache"])
+    assert p.returncode == 0
+    p = run(["panto-cost", "--all", "--by", "day"])         # (another report: none is remembered)
+    assert p.returncode == 0, p.stderr
+    read = persist.load(cache, "cost-cache.json")["files"]
+    assert sorted(read) == sorted(kept)
+    for name, entry in kept.items():
+        mine = read[name]
+        assert entry[0] == mine[0] and entry[1:9] + entry[10:11] + entry[12:13] == mine[1:9] + mine[10:11] + mine[12:13]
+        assert sorted(map(repr, entry[9])) == sorted(map(repr, mine[9])), name

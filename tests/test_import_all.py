@@ -609,6 +609,18 @@ def test_a_first_import_leaves_panto_cost_nothing_to_read(agents_home, tmp_path)
         assert reports[(), by] == reports[("--no-cache",), by]
     assert b'"claude-sonnet-4-5"' in reports[(), "model"] and b'"gpt-5-codex"' in reports[(), "model"]
 
+    # an edit of the same size, its modification time put back, is seen at once
+    name = next(n for n in sorted(kept) if b'"output":27,' in open(n, "rb").read())
+    st = os.stat(name)
+    with open(name, "r+b") as f:
+        data = f.read()
+        f.seek(0)
+        f.write(data.replace(b'"output":27,', b'"output":99,', 1))
+    os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns))
+    edited = [run(["panto-cost", "--all", "--by", "model", "--json", *how]).stdout for how in ((), ("--no-cache",))]
+    assert edited[0] == edited[1] != reports[(), "model"]
+    kept = persist.load(cache, "cost-cache.json")["files"]      # (the edited file's entry now panto-cost's)
+
     os.unlink(cache)
     p = run(["panto-cost", "--all", "--no-cache"])
     assert p.returncode == 0

@@ -32,3 +32,28 @@ def test_order_key(tmp_path, data, first, last):
 
 def test_order_key_of_a_file_gone_sorts_last(tmp_path):
     assert claude_code.order_key(str(tmp_path / "gone.jsonl"))[:2] == ("~", "~")
+
+
+def test_order_is_the_order_of_order_key(tmp_path):
+    """order reads a file's last time only among files whose first times are
+    alike: the order is still that of order_key, ties, files without times
+    and a file gone included."""
+    import random
+
+    rng = random.Random(7)
+    times = [A, B, C]
+    paths = [str(tmp_path / "gone.jsonl")]
+    for i in range(60):
+        p = tmp_path / f"{rng.randrange(1000):03d}-{i}.jsonl"
+        kind = rng.randrange(4)
+        if kind == 0:
+            data = b'{"type":"summary"}\n'                                   # no time at all
+        else:
+            data = stamped(rng.choice(times)) + b'{"x":1}\n' * rng.randrange(3)
+            if kind > 1:
+                data += stamped(rng.choice(times))
+        p.write_bytes(data)
+        paths.append(str(p))
+    rng.shuffle(paths)
+    assert claude_code.order(paths) == sorted(paths, key=claude_code.order_key)
+    assert claude_code.order(list(reversed(paths))) == sorted(paths, key=claude_code.order_key)

@@ -123,8 +123,9 @@ def _first_stamp(lines):
 def order(paths):
     """sorted(paths, key=order_key), a file's last time read only where its
     first time is another file's too (a resumed session's copy of its start):
-    10,000 transcripts ordered in 0.13 s instead of 0.37 to 0.45 s, the
-    work done before their import starts."""
+    10,000 transcripts in the page cache ordered in 0.13 s instead of 0.37
+    to 0.45 s, work done before their import starts (from disk, where one
+    read-ahead brings a whole small file, the two took about as long)."""
     firsts = {p: _first_time(p) for p in paths}
     out = sorted(paths, key=lambda p: (firsts[p], p))
     i = 0

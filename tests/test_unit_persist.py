@@ -258,6 +258,16 @@ def test_settles_only_where_every_change_after_a_stat_shows(tmp_path, monkeypatc
     assert os.listdir(tmp_path / "d") == ["f"]                # the probe's file had no name
 
 
+def test_a_probe_too_slow_every_time_proves_nothing(tmp_path, monkeypatch):
+    """However often a probe that saw every change is made again, one that
+    never finishes within PROBE_NS answers no (here the budget is none)."""
+    monkeypatch.setattr(persist, "_SETTLES", {})
+    monkeypatch.setattr(persist, "PROBE_NS", 0)
+    (tmp_path / "d").mkdir()
+    assert persist.settles(str(tmp_path / "d" / "f"), os.stat(tmp_path).st_dev) is False
+    assert os.listdir(tmp_path / "d") == []                   # the probe's file had no name
+
+
 def test_settles_says_no_where_it_cannot_probe(tmp_path, monkeypatch):
     monkeypatch.setattr(persist, "_SETTLES", {})
     proc = os.stat("/proc/self/status")

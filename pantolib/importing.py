@@ -762,12 +762,12 @@ class _Done:
 class _Job:
     """One source read: its session's batch to finish (the sync), then its record."""
 
-    def __init__(self, batch, reader, st, source, target, sid, crc):
+    def __init__(self, batch, reader, st, source, target, sid, crc, rows=None):
         self.batch, self.reader, self.st, self.source, self.target, self.sid, self.crc = \
             batch, reader, st, source, target, sid, crc
         self.deferred = False
         self.new_dir = None
-        self.rows = None        # the token sums of the file's priced lines, when this batch makes it whole
+        self.rows = rows        # the token sums of the file's priced lines, when this batch makes it whole
         self.tally = None       # then, once made: its entry in panto-cost's cache (tallies.made)
 
     def finish(self):
@@ -1054,6 +1054,4 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
         summary.unchanged += 1
     if dry_run:
         return None
-    job = _Job(batch, reader, st, source, target, sid, crc)
-    job.rows = rows
-    return job
+    return _Job(batch, reader, st, source, target, sid, crc, rows)

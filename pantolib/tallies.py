@@ -88,10 +88,12 @@ class Files:
                     and type(data.get("files")) is dict):
                 self.entries = data["files"]
 
-    def save(self):
+    def save(self, sweep=True):
+        """Write the cache back when it changed; sweep: the entries of files
+        neither read this run nor there any more are dropped first."""
         if not (self.use and self.changed):
             return
-        gone = [p for p in self.entries if p not in self.seen and not os.path.exists(p)]
+        gone = [p for p in self.entries if p not in self.seen and not os.path.exists(p)] if sweep else ()
         for p in gone:
             del self.entries[p]
         persist.save(self.file, NAME, {"tiers": self.tiers, "zone": self.zone, "files": self.entries})
@@ -244,17 +246,12 @@ class Files:
             header_id, created, bad = old[4], old[5], old[7] + [list(b) for b in scan.bad]
             lineage = old[12]
         else:
-            from pantolib import stream
-
-            h = scan.header
-            header_id = None if h is None else h["id"]
-            created = None if h is None or type(h.get("timestamp")) is not str else h["timestamp"]
+            header_id, created, lineage = _of_header(scan.header)
             bad = [list(b) for b in scan.bad]
-            lineage = list(stream.lineage(h))
         last = _last(f) if span is not None else _UNKNOWN
         rows = tokens.rows()
         if self.use and not tokens.today_dependent:
-            covered = scan.covered if scan.covered >= CRC_FROM else 0     # 0: read again whole once it changes
+            covered = _covered(scan.covered)
             value = persist.crc(f.fileno(), covered, start, value) if covered else 0   # of every byte covered
             if value is not None:
                 self._store(key, [ident, covered, value, scan.started, header_id,
@@ -286,22 +283,38 @@ def rows_of(prices, entries, quarters=None):
     return None if tokens.today_dependent else tokens.rows()
 
 
+def _of_header(h):
+    """What an entry keeps of a file's parsed header (None: it has none): its
+    id, its timestamp (a string, else None) and its lineage (stream.lineage)."""
+    from pantolib import stream
+
+    lineage = list(stream.lineage(h))
+    if h is None:
+        return None, None, lineage
+    created = h.get("timestamp")
+    return h["id"], created if type(created) is str else None, lineage
+
+
+def _covered(end):
+    """The covered range an entry keeps of a file whose whole lines end at
+    `end`: all of it from CRC_FROM on, else none (0: read again whole once it
+    changes)."""
+    return end if end >= CRC_FROM else 0
+
+
 def made(header, rows, stamp, st, settled, data):
     """The cache entry of a session file its writer has just made whole, of
     the bytes `data` (its header's line first, `header` parsed): what
     Files.read would store after reading it, with token sums `rows` (rows_of)
-    and the writer's look (files.create's `seen`: stamp, st); settled:
-    persist.settles of its filesystem (then the entry is believed on
-    identity however soon after the write the next report comes)."""
+    and the writer's look after its last change (stamp, st: files.create's
+    `look`); settled: persist.settles of its filesystem (then the entry is
+    believed on identity however soon after the write the next report comes)."""
     import zlib
 
-    from pantolib import stream
-
-    covered = len(data) if len(data) >= CRC_FROM else 0
-    created = header.get("timestamp")
-    return [persist.ident(st), covered, zlib.crc32(data) if covered else 0, True, header["id"],
-            created if type(created) is str else None, _UNKNOWN, [], None, rows, None, stamp,
-            list(stream.lineage(header)), settled is True]
+    covered = _covered(len(data))
+    header_id, created, lineage = _of_header(header)
+    return [persist.ident(st), covered, zlib.crc32(data) if covered else 0, True, header_id, created, _UNKNOWN,
+            [], None, rows, None, stamp, lineage, settled is True]
 
 
 def keep(prices, entries, env=None):
@@ -312,8 +325,7 @@ def keep(prices, entries, env=None):
     for name, entry in entries.items():
         files.entries[_key(name)] = entry
     files.changed = True
-    files.seen.update(files.entries)    # (none is looked for here)
-    files.save()
+    files.save(sweep=False)
 
 
 def _lineage_ok(v):

@@ -503,9 +503,12 @@ SAVE_EVERY = 2.0   # s: who paid is committed and the records kept are saved at 
 FEW = 2            # an agent with no more sources changed than this syncs them without the pool
 SWITCH = 0.001     # s: a thread of the pool gives the others (this one, back from a system call) their turn this
                    # soon, not after Python's 5 ms (a first import of 2,000 sessions: 4.3 -> 3.9 s, medians of 8)
-AHEAD_FROM = 8 << 20  # workers read ahead (jobs.workers) from this many bytes of sources (100 sessions, 8.5 MB:
-                      # 0.43 -> 0.35 s, medians of 8 side by side)
-AHEAD = 4 << 20    # a file read ahead by a worker is at most this big (a bigger one is read here, as it goes)
+AHEAD_FROM = 8 << 20  # workers read ahead (jobs.workers) from this many bytes of sources, however few (100
+                      # sessions, 8.5 MB: 0.43 -> 0.35 s, medians of 8 side by side)
+HELD = 16 << 20    # bytes of sessions made whole at their sync (a worker's answer each) waiting for it, at most
+AHEAD = 16 << 20   # a file read ahead by a worker is at most this big (a bigger one is read here, as it goes:
+                   # memory stays flat). A worker holds its answer whole, about three times the file; 50 Codex
+                   # rollouts of 7.8 MB took 5.7-5.8 s in this process alone, 3.7-3.9 s read ahead
 
 
 def everything(names, dry_run, verbose, warn, env=None):
@@ -637,7 +640,7 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env)
         records.get(source)
     prices = run.prices = None if dry_run else _prices(env)
     ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], records, prices), sizes, AHEAD,
-                         AHEAD_FROM)
+                         AHEAD_FROM, fewest=2)
     try:
         for i, ok, value in ahead:
             mod, source, st, few = todo[i]
@@ -665,7 +668,8 @@ class _Run:
         self.env, self.summary, self.index, self.warn, self.billing, self.records = \
             env, summary, index, warn, billing, records
         self.pool = None
-        self.jobs = []            # (source, stat, job, future of its sync)
+        self.jobs = []            # (source, stat, job, future of its sync, bytes its batch holds until then)
+        self.held = 0             # what they hold in all
         self.unsaved = []         # (source, stat): records kept, not saved yet
         self.saved_at = time.monotonic()
         self.dirs = set()
@@ -673,16 +677,23 @@ class _Run:
         self.tallies = {}         # panto-cost's cache entries of the files made (tallies.made), by key
 
     def submit(self, source, st, job, few=False):
-        """Sync a source's session in the pool; few (and no pool yet): here and now."""
+        """Sync a source's session in the pool; few (and no pool yet): here and
+        now. The oldest syncs are waited for once 2 * IN_FLIGHT are in flight,
+        and once the sessions waiting to be made hold more than HELD bytes."""
         if self.pool is None and not few:
             import sys
             from concurrent.futures import ThreadPoolExecutor
 
             sys.setswitchinterval(SWITCH)
             self.pool = ThreadPoolExecutor(IN_FLIGHT)
-        self.jobs.append((source, st, job, self._call(job.finish)))
+        batch = job.batch      # (what a file not made yet holds, read before its sync lets it go)
+        held = batch.pending_size if batch is not None and batch.file is None else 0
+        self.jobs.append((source, st, job, self._call(job.finish), held))
+        self.held += held
         if len(self.jobs) >= 2 * IN_FLIGHT:
             self._settle(IN_FLIGHT)
+        while self.held > HELD and len(self.jobs) > 1:
+            self._settle(1)
 
     def _call(self, fn, *args):
         """fn(*args) in the pool (a future), or without one, done now (_Done)."""
@@ -691,7 +702,8 @@ class _Run:
     def _settle(self, n):
         """The oldest n jobs: their syncs done, their records kept."""
         group, self.jobs = self.jobs[:n], self.jobs[n:]
-        for source, st, job, future in group:
+        for source, st, job, future, held in group:
+            self.held -= held
             try:
                 future.result()
             except (PantoError, OSError) as e:
@@ -865,22 +877,22 @@ def _take(mod, source, st, records, prices=None):
     from pantolib import stream, tallies
 
     start, target, sid, reader = _begin(mod, source, st, records)
-    raws, sizes, eids, kinds, billed = [], [], [], bytearray(), []
-    turns = [] if prices is not None and start == 0 else None
+    data, sizes, eids, kinds, billed = bytearray(), [], [], bytearray(), []    # (the lines: one copy of them)
+    count = tallies.Rows(prices, _QUARTERS) if prices is not None and start == 0 else None
     for _, obj, eid, _, b in _lines(reader):
         if b is not None:
-            billed.append((len(raws), b))
+            billed.append((len(sizes), b))
         raw = stream.dumps(obj)
-        raws.append(raw)
+        data += raw
         sizes.append(len(raw))
         eids.append(eid)
         kind = (_HEADER if eid is None else _ASSISTANT if stream.is_assistant(obj)
                 else _TURN if stream.is_compaction(obj) or stream.is_branch_summary(obj) else _ENTRY)
         kinds.append(kind)
-        if turns is not None and (kind == _ASSISTANT or kind == _TURN):
-            turns.append(obj)
-    rows = tallies.rows_of(prices, turns, _QUARTERS) if turns is not None else None
-    return (start, target, sid, (b"".join(raws), sizes, eids, bytes(kinds), billed, rows), reader.end,
+        if count is not None and (kind == _ASSISTANT or kind == _TURN):
+            count.add(obj)
+    rows = count.rows() if count is not None else None
+    return (start, target, sid, (data, sizes, eids, bytes(kinds), billed, rows), reader.end,
             reader.state, reader.skipped, reader.bad, _crc_of(source, reader.end))
 
 
@@ -906,7 +918,7 @@ def _fresh(lines, billing, env, warn, prices):
     # (one made from now on is found as this one is made, and given what it lacks: Batch._create)
     batch = session.Batch(target, obj, head, env=env, warn=warn, sync_dir=False, exists=False)
     try:
-        body = data[sizes[0]:]
+        body = memoryview(data)[sizes[0]:]      # (not a copy: a worker's answer may be many megabytes)
         if lines.billed:
             payers = billing.payers([b for _, b in lines.billed], sid)
             elsewhere = {k: payer for (k, _), payer in zip(lines.billed, payers) if payer is not None}

@@ -37,15 +37,15 @@ MIN_BYTES = 32 << 20
 MAX_PER_CPU = 4
 
 
-def workers(count, size, env=None, least=MIN_BYTES):
+def workers(count, size, env=None, least=MIN_BYTES, fewest=MIN_FILES):
     """How many worker processes to use for `count` items of `size` bytes in
     all (<= 1: none); `least`: the bytes worth forking for (work that costs
-    more per byte is worth it sooner)."""
+    more per byte is worth it sooner), `fewest`: the items."""
     env = os.environ if env is None else env
     value = env.get("PANTO_JOBS", "")
     if value.isascii() and value.isdigit() and int(value) >= 1:   # digits only: no sign, no space
         return min(int(value), count, MAX_PER_CPU * _cpus())
-    if count < MIN_FILES or size < least:
+    if count < fewest or size < least:
         return 1
     return min(_cpus(), count)
 
@@ -77,20 +77,23 @@ def run(items, fn, sizes):
     return pool.done
 
 
-def ordered(items, fn, sizes, most, least=MIN_BYTES):
+def ordered(items, fn, sizes, most, least=MIN_BYTES, fewest=MIN_FILES):
     """(index, ok, value) for each item in the items' order, as run says
     (ok: True, or False with the exception), while the workers go on with
     the items after it: the caller works on one item as they read the next.
     ok is None for an item no worker answered (larger than `most` bytes, or
     the worker that took it is gone: each worker says which run it takes as
     it takes it): the caller does that one itself. The items are cut
-    into runs of consecutive ones, taken in order, so what waits in memory
-    is about a run per worker (a worker whose answers are not taken blocks
-    on its pipe). The workers are as many as `workers` says of the items of
-    at most `most` bytes (`least`: its threshold); none (or no fork): every
+    into runs of consecutive ones, taken in order, and once the answers
+    that came before their turn hold more than `most` bytes, only the
+    worker that owes the next one is heard: the others block on their pipes,
+    so what waits in memory stays about a run and an answer per worker. The
+    workers are as many as `workers` says of the items of at most `most`
+    bytes (`least`, `fewest`: its thresholds); none (or no fork): every
     item is None's. Close the generator when done with it early: that ends
     the workers."""
-    n = workers(len(items), sum(s for s in sizes if s <= most), least=least)
+    taken = [s for s in sizes if s <= most]     # (the others are the caller's, workers or not)
+    n = workers(len(taken), sum(taken), least=least, fewest=fewest)
     if n <= 1 or not hasattr(os, "fork"):
         for i in range(len(items)):
             yield i, None, None
@@ -104,8 +107,11 @@ def ordered(items, fn, sizes, most, least=MIN_BYTES):
         for i in range(len(items)):
             k = run_of.get(i)
             while alive and k is not None and i not in done and not pool.lost(k):
-                alive = pool.poll()
+                # Answers that came before their turn wait in memory: past `most` bytes of them,
+                # only the worker that owes this one is heard (the others wait on their pipes).
+                alive = pool.poll(pool.owner.get(k) if pool.ahead > most else None)
             ok, value = done.pop(i, (None, None))
+            pool.ahead -= pool.sizes.pop(i, 0)
             yield i, ok, value
     finally:
         pool.close()
@@ -117,6 +123,7 @@ class _Pool:
     def __init__(self, items, fn, batches):
         self.items, self.fn, self.batches = items, fn, batches
         self.pids, self.pipes, self.done = [], {}, {}
+        self.sizes, self.ahead = {}, 0        # the bytes of each answer in `done`, and of them all
         self.owner, self.ended = {}, set()    # batch -> the pipe of the worker that took it; pipes at their end
         self.todo = self.selector = None
         self.chunk = bytearray(1 << 20)
@@ -155,40 +162,49 @@ class _Pool:
         for r in self.pipes:
             self.selector.register(r, selectors.EVENT_READ)
 
-    def poll(self):
-        """Wait for answers and take those that came; False once every worker is done."""
+    def poll(self, only=None):
+        """Wait for answers and take those that came; False once every worker is
+        done. only: the pipe of the one worker to hear (while it is open)."""
         if not self.selector.get_map():
             return False
+        if only is not None and only not in self.ended:
+            self._read(only)
+            return True
         for key, _ in self.selector.select():
-            r = key.fd
-            n = os.readv(r, [self.chunk])     # into one buffer: no new 1 MiB object per read
-            if not n:
-                self.selector.unregister(r)
-                self.ended.add(r)
-                continue
-            buf = self.pipes[r]
-            with memoryview(self.chunk) as chunk:
-                buf += chunk[:n]
-            at = 0
-            view = memoryview(buf)     # each answer read where it lies, not copied out first
-            try:
-                while len(buf) - at >= 8:
-                    size = int.from_bytes(view[at:at + 8], "little")
-                    if len(buf) - at - 8 < size:
-                        break
-                    try:
-                        i, ok, value = _unpack(view[at + 8:at + 8 + size])
-                        if i < 0:
-                            self.owner[-1 - i] = r
-                        else:
-                            self.done[i] = (ok, value)
-                    except Exception:
-                        pass   # not understood: the parent does that item itself
-                    at += 8 + size
-            finally:
-                view.release()
-            del buf[:at]
+            self._read(key.fd)
         return True
+
+    def _read(self, r):
+        """What came on pipe r (waiting for it), and the answers it completes."""
+        n = os.readv(r, [self.chunk])     # into one buffer: no new 1 MiB object per read
+        if not n:
+            self.selector.unregister(r)
+            self.ended.add(r)
+            return
+        buf = self.pipes[r]
+        with memoryview(self.chunk) as chunk:
+            buf += chunk[:n]
+        at = 0
+        view = memoryview(buf)     # each answer read where it lies, not copied out first
+        try:
+            while len(buf) - at >= 8:
+                size = int.from_bytes(view[at:at + 8], "little")
+                if len(buf) - at - 8 < size:
+                    break
+                try:
+                    i, ok, value = _unpack(view[at + 8:at + 8 + size])
+                    if i < 0:
+                        self.owner[-1 - i] = r
+                    else:
+                        self.done[i] = (ok, value)
+                        self.sizes[i] = size
+                        self.ahead += size
+                except Exception:
+                    pass   # not understood: the parent does that item itself
+                at += 8 + size
+        finally:
+            view.release()
+        del buf[:at]
 
     def lost(self, k):
         """Whether batch k's worker has ended: what it did not answer never will be."""
@@ -332,6 +348,11 @@ def _worker(w, todo, others, batches, items, fn):
                 except Exception:
                     continue   # left to the parent
                 out += len(data).to_bytes(8, "little")
+                if len(data) >= SEND:       # a large answer goes as it is, not copied into out first
+                    write_all(w, out)
+                    out.clear()
+                    write_all(w, data)
+                    continue
                 out += data
                 if len(out) >= SEND:
                     write_all(w, out)

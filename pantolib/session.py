@@ -801,13 +801,12 @@ class Batch:
         whole), all at once: only before the file is made (a Batch of a path
         that had no file), and for a session whose every entry comes once
         (the reader gives each id once). assistant: whether one of them is
-        an assistant message."""
+        an assistant message. They are held, whatever their size (they are
+        in memory already), so that `finish` makes the file whole at once."""
         self.pending.append(data)
         self.pending_size += len(data)
         self.pending_lines += count
         self.assistant = self.assistant or assistant
-        if self.assistant and self.pending_size > self.LIMIT:
-            self._create()
 
     def _flush(self):
         f = self.file
@@ -855,8 +854,8 @@ class Batch:
         waiting, self.pending, self.ids, self.pending_lines = self.pending[1:], [], set(), 0
         files.wait_for_content(self.path)
         self._open()
-        for chunk in waiting:       # (a chunk of add_lines holds several lines)
-            for raw in _lines_of(chunk):
+        for chunk in waiting:       # (a chunk of add_lines holds several lines, perhaps as a memoryview)
+            for raw in _lines_of(bytes(chunk)):
                 self.add(raw, stream.loads(raw))
 
     def finish(self):

@@ -270,17 +270,30 @@ def rows_of(prices, entries, quarters=None):
     `scan.priced` names counted as a report counts its line. None where a
     report would not keep them: an entry it would not count (not a valid
     one), or a tier decided by today's rates."""
-    from pantolib.scan import priced
+    rows = Rows(prices, quarters)
+    for entry in entries:
+        rows.add(entry)
+    return rows.rows()
 
-    tokens = pricing.Tokens(prices, None, quarters)
-    add = tokens.add
-    try:
-        for entry in entries:
-            if priced(entry):
-                add(entry)
-    except ValueError:
-        return None
-    return None if tokens.today_dependent else tokens.rows()
+
+class Rows:
+    """rows_of, the entries given one by one (none is kept)."""
+
+    def __init__(self, prices, quarters=None):
+        from pantolib.scan import priced
+
+        self.priced, self.tokens, self.valid = priced, pricing.Tokens(prices, None, quarters), True
+
+    def add(self, entry):
+        if self.valid:
+            try:
+                if self.priced(entry):
+                    self.tokens.add(entry)
+            except ValueError:
+                self.valid = False
+
+    def rows(self):
+        return self.tokens.rows() if self.valid and not self.tokens.today_dependent else None
 
 
 def _of_header(h):

@@ -632,3 +632,38 @@ def test_a_first_import_leaves_panto_cost_nothing_to_read(agents_home, tmp_path)
         mine = read[name]
         assert entry[0] == mine[0] and entry[1:9] + entry[10:11] + entry[12:13] == mine[1:9] + mine[10:11] + mine[12:13]
         assert sorted(map(repr, entry[9])) == sorted(map(repr, mine[9])), name
+
+
+def test_sources_of_several_mebibytes_are_read_ahead_and_each_made_whole_at_once(agents_home, tmp_path):
+    """A source larger than a run of small ones (up to importing.AHEAD) is
+    read by a worker too: its session is made whole in one creation, with
+    its entry in panto-cost's cache, and is byte for byte the session one
+    process makes."""
+    from pantolib import importing, persist
+
+    text = "lorem ipsum " * 200
+    for i in range(3):
+        sid = f"{i:08x}-3333-4333-8444-555555555555"
+        recs = cc_session(sid, n=1900, cwd=f"/home/u/big{i}")
+        for r in recs:
+            if r["type"] == "user":
+                r["message"]["content"] += f" {text}"
+        write(cc_path(agents_home, sid, f"-home-u-big{i}"), recs)
+        assert 4 << 20 < os.path.getsize(cc_path(agents_home, sid, f"-home-u-big{i}")) < importing.AHEAD
+    config = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
+    os.makedirs(config)
+    with open(os.path.join(config, "models.toml"), "w") as f:
+        f.write(IMPORT_PRICES)
+    assert "3 sessions (3 new" in run_all(env=dict(os.environ, PANTO_JOBS="2"))
+    root = os.environ["PANTO_SESSION_DIR"]
+    made = sessions_in(root)
+    cache = persist.load(os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "cost-cache.json"), "cost-cache.json")
+    assert cache is not None, "no session came with its cost entry"
+    assert sorted(cache["files"]) == sorted(os.path.join(root, name) for name in made)   # (a worker's only)
+
+    alone = dict(os.environ, PANTO_JOBS="1", PANTO_SESSION_DIR=str(tmp_path / "alone"),
+                 XDG_STATE_HOME=str(tmp_path / "alone-state"), XDG_CACHE_HOME=str(tmp_path / "alone-cache"))
+    assert "3 sessions (3 new" in run_all(env=alone)
+    assert sessions_in(alone["PANTO_SESSION_DIR"]) == made
+    reports = [run(["panto-cost", "--all", "--by", "session", "--json", *how]) for how in ((), ("--no-cache",))]
+    assert reports[0].returncode == 0 and reports[0].stdout == reports[1].stdout

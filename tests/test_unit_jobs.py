@@ -30,6 +30,15 @@ def test_work_that_costs_more_per_byte_is_worth_workers_sooner():
     assert jobs.workers(100, 7 << 20, {}, least=8 << 20) == 1
 
 
+def test_a_few_items_are_worth_workers_when_the_caller_says_so():
+    """fewest: panto-log import --all forks for two large sources, a report waits for MIN_FILES."""
+    cpus = len(os.sched_getaffinity(0))
+    assert jobs.workers(2, 1 << 40, {}) == 1
+    assert jobs.workers(2, 1 << 40, {}, fewest=2) == min(cpus, 2)
+    assert jobs.workers(1, 1 << 40, {}, fewest=2) == 1
+    assert jobs.workers(2, (8 << 20) - 1, {}, least=8 << 20, fewest=2) == 1
+
+
 def test_workers_for_enough_work_follow_the_cpus():
     cpus = len(os.sched_getaffinity(0))
     assert jobs.workers(jobs.MIN_FILES, jobs.MIN_BYTES, {}) == min(cpus, jobs.MIN_FILES)
@@ -168,6 +177,39 @@ def test_ordered_answers_in_the_items_order_and_leaves_what_it_cannot_to_the_cal
     assert got[1][1] is False and str(got[1][2]) == "boom"
     assert got[2] == (2, None, None) and got[3] == (3, None, None)
     assert [v for _, _, v in got[5:]] == [f"i{n}" * 2 for n in range(300)]
+
+
+def test_ordered_answers_larger_than_most_come_whole_and_in_order(monkeypatch):
+    """Answers each larger than `most`: once one waits before its turn, only
+    the worker that owes the next is heard (the other blocks on its pipe);
+    every answer still comes, in order, and a worker that dies meanwhile
+    leaves its items to the caller."""
+    monkeypatch.setenv("PANTO_JOBS", "2")
+    count = 60
+
+    def fn(i):
+        if i == 41:
+            os._exit(9)
+        if i % 20 == 0:     # long work: the other worker answers the next items meanwhile
+            import hashlib
+
+            hashlib.sha256(bytes(64 << 20)).digest()
+        return i.to_bytes(4, "little") * (300_000 + i)
+
+    gen, got, waiting = jobs.ordered(list(range(count)), fn, [1] * count, most=1), [], []
+    try:
+        for answer in gen:
+            got.append(answer)
+            pool = gen.gi_frame.f_locals["pool"]
+            waiting.append(pool.ahead)
+            assert pool.ahead == sum(pool.sizes.values())      # what is counted is what waits
+    finally:
+        gen.close()
+    assert [i for i, _, _ in got] == list(range(count))
+    assert all(v == i.to_bytes(4, "little") * (300_000 + i) for i, ok, v in got if ok)
+    lost = {i for i, ok, _ in got if ok is None}
+    assert 41 in lost and len(lost) < count // 2
+    assert max(waiting) <= jobs.PIPE + 2 * 4 * (300_000 + count)     # a pipe's worth, and an answer or two
 
 
 def test_ordered_in_one_process_leaves_every_item_to_the_caller(monkeypatch):

@@ -785,9 +785,8 @@ class _Job:
     def finish(self):
         try:
             if self.batch is not None:
-                created = self.batch.file is None
                 self.deferred = self.batch.finish() is None
-                if created and not self.deferred:
+                if self.batch.created:      # at its finish, or before (a large one): its folder synced at the end
                     self.new_dir = os.path.dirname(self.target)
                 if self.batch.made is not None and self.rows is not None:
                     self._tally(*self.batch.made)

@@ -8,6 +8,7 @@ import select
 import shutil
 import signal
 import subprocess
+import zlib
 
 import pytest
 from builders import lines, read
@@ -576,21 +577,36 @@ cache_read = 0.125
 """
 
 
+def _big_claude_session(home, i):
+    """A Claude Code session of about 7.8 MB (1,900 turns; 5.6 MB as panto's), its path."""
+    text = "lorem ipsum " * 200
+    sid = f"{0xb16 + i:08x}-3333-4333-8444-555555555555"      # (its responses' ids: of its own)
+    recs = cc_session(sid, n=1900, cwd=f"/home/u/big{i}")
+    for r in recs:
+        if r["type"] == "user":
+            r["message"]["content"] += f" {text}"
+    path = cc_path(home, sid, f"-home-u-big{i}")
+    write(path, recs)
+    return path
+
+
 def test_a_first_import_leaves_panto_cost_nothing_to_read(agents_home, tmp_path):
     """The files a first import makes whole come with their entries in
     panto-cost's cache (tallies.made): each the entry panto-cost stores
     when it reads the file itself (copies billed in another session
-    included), and the reports read through them are those read afresh."""
+    included, a covered range and its CRC-32 for a large one), and the
+    reports read through them are those read afresh."""
     from pantolib import persist
 
     _claude_sessions(agents_home, 40)
     _codex_sessions(agents_home, 12)
+    _big_claude_session(agents_home, 0)
     config = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
     os.makedirs(config)
     with open(os.path.join(config, "models.toml"), "w") as f:
         f.write(IMPORT_PRICES)
     env = dict(os.environ, PANTO_JOBS="2")
-    assert "52 sessions (52 new" in run_all(env=env)
+    assert "53 sessions (53 new" in run_all(env=env)
     made = sessions_in(env["PANTO_SESSION_DIR"])
     assert sum(b.count(b'"billedIn"') for b in made.values()) == 8
     cache = os.path.join(os.environ["XDG_CACHE_HOME"], "panto", "cost-cache.json")
@@ -598,6 +614,11 @@ def test_a_first_import_leaves_panto_cost_nothing_to_read(agents_home, tmp_path)
     root = env["PANTO_SESSION_DIR"]
     assert sorted(kept) == sorted(os.path.join(root, name) for name in made)
     assert all(type(entry[13]) is bool for entry in kept.values())     # (persist.settles: its probe may fail)
+    for name, entry in kept.items():        # the covered range of each, and its CRC-32, are the file's
+        with open(name, "rb") as f:
+            data = f.read()
+        assert entry[1] in (0, len(data)) and entry[2] == (zlib.crc32(data) if entry[1] else 0), name
+    assert any(entry[1] for entry in kept.values())
 
     reports = {}
     for how in ((), ("--no-cache",)):
@@ -641,15 +662,8 @@ def test_sources_of_several_mebibytes_are_read_ahead_and_each_made_whole_at_once
     process makes."""
     from pantolib import importing, persist
 
-    text = "lorem ipsum " * 200
     for i in range(3):
-        sid = f"{i:08x}-3333-4333-8444-555555555555"
-        recs = cc_session(sid, n=1900, cwd=f"/home/u/big{i}")
-        for r in recs:
-            if r["type"] == "user":
-                r["message"]["content"] += f" {text}"
-        write(cc_path(agents_home, sid, f"-home-u-big{i}"), recs)
-        assert 4 << 20 < os.path.getsize(cc_path(agents_home, sid, f"-home-u-big{i}")) < importing.AHEAD
+        assert 4 << 20 < os.path.getsize(_big_claude_session(agents_home, i)) < importing.AHEAD
     config = os.path.join(os.environ["XDG_CONFIG_HOME"], "panto")
     os.makedirs(config)
     with open(os.path.join(config, "models.toml"), "w") as f:

@@ -508,7 +508,7 @@ AHEAD_FROM = 8 << 20  # workers read ahead (jobs.workers) from this many bytes o
 HELD = 16 << 20    # bytes of sessions made whole at their sync (a worker's answer each) waiting for it, at most
 AHEAD = 16 << 20   # a file read ahead by a worker is at most this big (a bigger one is read here, as it goes:
                    # memory stays flat). A worker holds its answer whole, about three times the file; 50 Codex
-                   # rollouts of 7.8 MB took 5.7-5.8 s in this process alone, 3.7-3.9 s read ahead
+                   # rollouts of 7.8 MB took 5.3-6.0 s in this process alone, 3.3-3.8 s read ahead
 
 
 def everything(names, dry_run, verbose, warn, env=None):

@@ -503,8 +503,8 @@ SAVE_EVERY = 2.0   # s: who paid is committed and the records kept are saved at 
 FEW = 2            # an agent with no more sources changed than this syncs them without the pool
 SWITCH = 0.001     # s: a thread of the pool gives the others (this one, back from a system call) their turn this
                    # soon, not after Python's 5 ms (a first import of 2,000 sessions: 4.3 -> 3.9 s, medians of 8)
-AHEAD_FROM = 8 << 20  # workers read ahead (jobs.workers) from this many bytes of sources, however few (100
-                      # sessions, 8.5 MB: 0.43 -> 0.35 s, medians of 8 side by side)
+AHEAD_FROM = 8 << 20  # workers read ahead (jobs.workers) from this many bytes of sources (100 sessions, 8.5 MB:
+                      # 0.43 -> 0.35 s, medians of 8 side by side)
 HELD = 16 << 20    # bytes of sessions made whole at their sync (a worker's answer each) waiting for it, at most
 AHEAD = 16 << 20   # a file read ahead by a worker is at most this big (a bigger one is read here, as it goes:
                    # memory stays flat). A worker holds its answer whole, about three times the file; 50 Codex
@@ -640,7 +640,7 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env)
         records.get(source)
     prices = run.prices = None if dry_run else _prices(env)
     ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], records, prices), sizes, AHEAD,
-                         AHEAD_FROM, fewest=2)
+                         AHEAD_FROM)
     try:
         for i, ok, value in ahead:
             mod, source, st, few = todo[i]

@@ -211,7 +211,8 @@ def test_workers_answer_in_order_and_a_crashed_one_loses_only_its_own(monkeypatc
 
 def test_the_automatic_choice(monkeypatch):
     monkeypatch.delenv("PANTO_JOBS", raising=False)
-    assert jobs.workers(10, 1 << 30) == 1                   # too few files
+    assert jobs.workers(1, 1 << 30) == 1                    # one file: one reader
+    assert jobs.workers(10, 1 << 30) == min(len(os.sched_getaffinity(0)), 10)    # (each file: one worker)
     assert jobs.workers(1000, 1 << 20) == 1                 # too few bytes
     assert jobs.workers(1000, 1 << 30) == min(len(os.sched_getaffinity(0)), 1000)
     most = jobs.MAX_PER_CPU * len(os.sched_getaffinity(0))

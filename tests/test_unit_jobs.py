@@ -30,13 +30,12 @@ def test_work_that_costs_more_per_byte_is_worth_workers_sooner():
     assert jobs.workers(100, 7 << 20, {}, least=8 << 20) == 1
 
 
-def test_a_few_items_are_worth_workers_when_the_caller_says_so():
-    """fewest: panto-log import --all forks for two large sources, a report waits for MIN_FILES."""
+def test_two_large_files_are_worth_a_worker_each():
+    """A file is read whole by one worker: two are enough to share, one is not."""
     cpus = len(os.sched_getaffinity(0))
-    assert jobs.workers(2, 1 << 40, {}) == 1
-    assert jobs.workers(2, 1 << 40, {}, fewest=2) == min(cpus, 2)
-    assert jobs.workers(1, 1 << 40, {}, fewest=2) == 1
-    assert jobs.workers(2, (8 << 20) - 1, {}, least=8 << 20, fewest=2) == 1
+    assert jobs.workers(2, 1 << 40, {}) == min(cpus, 2)
+    assert jobs.workers(1, 1 << 40, {}) == 1
+    assert jobs.workers(2, (8 << 20) - 1, {}, least=8 << 20) == 1
 
 
 def test_workers_for_enough_work_follow_the_cpus():

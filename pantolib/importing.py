@@ -585,6 +585,10 @@ def _everything(names, dry_run, verbose, warn, env):
                     st = stat(source if "#" not in source else _file_of(source))
                 except OSError:
                     continue
+                if st.st_mode & 0o170000 not in (0o100000, 0o040000):    # (a folder fails as it is read)
+                    warn(f"{source}: not a regular file (a FIFO's open would wait for a writer); left out")
+                    summary.failed += 1
+                    continue
                 ident = identity(st)
                 if get(source) == ident:
                     index[source] = ident

@@ -461,6 +461,31 @@ def test_records_are_kept_in_a_few_files_and_hostile_ones_change_nothing(agents_
     assert sessions_in(os.environ["PANTO_SESSION_DIR"]) == expected
 
 
+def test_a_fifo_named_like_a_source_is_never_opened(agents_home):
+    """A FIFO where a sub-agent's transcript or a rollout would be is never
+    opened (its open would wait for a writer forever): each is named as a
+    source that failed, and every other session is imported. (A FIFO where
+    a transcript would be is not even listed: only files are.)"""
+    _claude_sessions(agents_home, 2)
+    _codex_sessions(agents_home, 1)
+    sub = os.path.join(os.path.dirname(cc_path(agents_home, CC_SID)), CC_SID, "subagents")
+    os.makedirs(sub)
+    fifos = [os.path.join(sub, "agent-a1b2c3.jsonl"), cx_path(agents_home, "0199ffff-bbbb-7ccc-8ddd-000000000000")]
+    for path in fifos + [cc_path(agents_home, B_SID)]:
+        os.mkfifo(path, 0o600)
+    for extra, summary in (((), "3 sessions (3 new, 0 grown, 0 unchanged), added 150 entries; "
+                                "skipped: split line 50, turn_context 1; 2 sources failed"),
+                           (("--dry-run",), "3 sessions (0 new, 0 grown, 3 unchanged), would add 0 entries; "
+                                            "2 sources failed")):
+        p = log("import", "--all", *extra, timeout=30)
+        err = p.stderr.decode().strip().splitlines()
+        assert p.returncode == 1 and "Traceback" not in p.stderr.decode(), err
+        assert sorted(err[:-1]) == sorted(f"panto-log: {f}: not a regular file (a FIFO's open would wait for a "
+                                          f"writer); left out" for f in fifos)
+        assert err[-1] == f"panto-log: {summary}", err[-1]
+    assert len(sessions_in(os.environ["PANTO_SESSION_DIR"])) == 3
+
+
 def test_the_record_of_a_source_deleted_is_forgotten(agents_home):
     """Claude Code deletes transcripts after 30 days: their records do not pile up."""
     _claude_sessions(agents_home, 3)

@@ -380,6 +380,28 @@ def test_legacy_reading_on(tmp_path):
     assert out[1:] == once[1:]
 
 
+def test_a_fifo_among_legacy_files_is_left_out_never_waited_on(tmp_path):
+    """A FIFO where a message or a part file would be is reported and left
+    out (opening it for reading would wait for a writer forever); the
+    session's other messages come as they would without it."""
+    import threading
+
+    path = legacy(tmp_path / "data")
+    want, _ = read_all(str(legacy(tmp_path / "plain")))
+    storage = tmp_path / "data" / "storage"
+    os.mkfifo(storage / "message" / SES / "msg_zzfifo.json", 0o600)
+    mid = MESSAGES[0][0]
+    os.mkfifo(storage / "part" / mid / "prt_zzfifo.json", 0o600)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(read_all(str(path))), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert not reader.is_alive(), "a FIFO was opened and waited on"
+    out, r = got[0]
+    assert out[1:] == want[1:]
+    assert sorted(name for name, _ in r.bad) == ["msg_zzfifo.json", "prt_zzfifo.json"]
+
+
 def test_sources_by_creation_time_and_each_session_once(tmp_path):
     data = tmp_path / "opencode"
     data.mkdir()

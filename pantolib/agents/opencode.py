@@ -130,10 +130,19 @@ def _int(v):
 
 
 def _load(path):
+    """The JSON object a legacy file holds, or None (not one, not readable, or
+    not a regular file: a FIFO is opened without waiting for a writer, and
+    left)."""
     import orjson
 
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if os.fstat(f.fileno()).st_mode & 0o170000 != 0o100000:
+                return None
             obj = orjson.loads(f.read())
     except (OSError, orjson.JSONDecodeError):
         return None

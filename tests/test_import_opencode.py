@@ -380,24 +380,30 @@ def test_legacy_reading_on(tmp_path):
     assert out[1:] == once[1:]
 
 
+def _within(seconds, fn, *args):
+    """fn(*args) in a thread of its own, which must end within `seconds` (a
+    FIFO opened would leave it waiting for a writer: the test fails, not hangs)."""
+    import threading
+
+    got = []
+    worker = threading.Thread(target=lambda: got.append(fn(*args)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "a FIFO was opened and waited on"
+    return got[0]
+
+
 def test_a_fifo_among_legacy_files_is_left_out_never_waited_on(tmp_path):
     """A FIFO where a message or a part file would be is reported and left
     out (opening it for reading would wait for a writer forever); the
     session's other messages come as they would without it."""
-    import threading
-
     path = legacy(tmp_path / "data")
     want, _ = read_all(str(legacy(tmp_path / "plain")))
     storage = tmp_path / "data" / "storage"
     os.mkfifo(storage / "message" / SES / "msg_zzfifo.json", 0o600)
     mid = MESSAGES[0][0]
     os.mkfifo(storage / "part" / mid / "prt_zzfifo.json", 0o600)
-    got = []
-    reader = threading.Thread(target=lambda: got.append(read_all(str(path))), daemon=True)
-    reader.start()
-    reader.join(30)
-    assert not reader.is_alive(), "a FIFO was opened and waited on"
-    out, r = got[0]
+    out, r = _within(30, read_all, str(path))
     assert out[1:] == want[1:]
     assert sorted(name for name, _ in r.bad) == ["msg_zzfifo.json", "prt_zzfifo.json"]
 
@@ -422,6 +428,23 @@ def test_sources_channel_database(tmp_path):
     data.mkdir()
     make_db(data / "opencode-beta.db").close()
     assert opencode.sources({"OPENCODE_DATA_DIR": str(data)}) == [f"{data / 'opencode-beta.db'}#{SES}"]
+
+
+def test_a_fifo_named_like_the_database_is_named_never_opened(tmp_path):
+    """SQLite's open of a FIFO would wait for a writer forever: the FIFO is
+    named as a database that cannot be read (as a folder is), and left."""
+    data = tmp_path / "opencode"
+    data.mkdir()
+    os.mkfifo(data / "opencode-alpha.db", 0o600)
+
+    def sources():
+        try:
+            return opencode.sources({"OPENCODE_DATA_DIR": str(data)})
+        except OSError as e:
+            return str(e)
+
+    got = _within(30, sources)
+    assert got == f"{data / 'opencode-alpha.db'}: cannot read the opencode database (not a regular file)"
 
 
 def test_an_unreadable_database_is_named(tmp_path):

@@ -60,10 +60,17 @@ def database(data_dir):
 
 
 def connect(path):
-    """The database opened read-only (it may be in use: WAL readers see the last commit)."""
+    """The database opened read-only (it may be in use: WAL readers see the last commit).
+    Not a FIFO or a device named so: SQLite's open of a FIFO would wait for a writer."""
     import sqlite3
     from urllib.parse import quote
 
+    try:
+        kind = os.stat(path).st_mode & 0o170000
+    except OSError:
+        kind = None       # (SQLite says why)
+    if kind is not None and kind not in (0o100000, 0o040000):     # (a folder: SQLite says it cannot open it)
+        raise OSError(f"{path}: cannot read the opencode database (not a regular file)")
     try:
         db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=10,
                              isolation_level=None)

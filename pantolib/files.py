@@ -105,6 +105,15 @@ def kind(mode):
     return "not a plain file"
 
 
+def waits(mode):
+    """Whether a file of this mode may hold up whoever opens it to read (a
+    FIFO waits for a writer; a device, a socket): neither a regular file nor
+    a folder."""
+    import stat
+
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def failed(path, e, what):
     """The one-line error of a write that failed, naming the file (ENOSPC, EFBIG, ...)."""
     reason = e.strerror or str(e)

@@ -562,6 +562,8 @@ def _lock(env, warn):
 
 
 def _everything(names, dry_run, verbose, warn, env):
+    from pantolib import files
+
     ended = False
     summary = Summary()
     old = load_index(env)
@@ -585,7 +587,7 @@ def _everything(names, dry_run, verbose, warn, env):
                     st = stat(source if "#" not in source else _file_of(source))
                 except OSError:
                     continue
-                if st.st_mode & 0o170000 not in (0o100000, 0o040000):    # (a folder fails as it is read)
+                if files.waits(st.st_mode):      # (a folder is let through: it fails as it is read)
                     warn(f"{source}: not a regular file (a FIFO's open would wait for a writer); left out")
                     summary.failed += 1
                     continue
@@ -673,7 +675,6 @@ class _Run:
             env, summary, index, warn, billing, records
         self.pool = None
         self.jobs = []            # (source, stat, job, future of its sync, bytes its batch holds until then)
-        self.held = 0             # what they hold in all
         self.unsaved = []         # (source, stat): records kept, not saved yet
         self.saved_at = time.monotonic()
         self.dirs = set()
@@ -693,10 +694,9 @@ class _Run:
         batch = job.batch      # (what a file not made yet holds, read before its sync lets it go)
         held = batch.pending_size if batch is not None and batch.file is None else 0
         self.jobs.append((source, st, job, self._call(job.finish), held))
-        self.held += held
         if len(self.jobs) >= 2 * IN_FLIGHT:
             self._settle(IN_FLIGHT)
-        while self.held > HELD and len(self.jobs) > 1:
+        while len(self.jobs) > 1 and sum(j[4] for j in self.jobs) > HELD:
             self._settle(1)
 
     def _call(self, fn, *args):
@@ -706,8 +706,7 @@ class _Run:
     def _settle(self, n):
         """The oldest n jobs: their syncs done, their records kept."""
         group, self.jobs = self.jobs[:n], self.jobs[n:]
-        for source, st, job, future, held in group:
-            self.held -= held
+        for source, st, job, future, _ in group:
             try:
                 future.result()
             except (PantoError, OSError) as e:
@@ -790,7 +789,8 @@ class _Job:
         try:
             if self.batch is not None:
                 self.deferred = self.batch.finish() is None
-                if self.batch.created:      # at its finish, or before (a large one): its folder synced at the end
+                if self.batch.lean:     # made by this batch, at its finish or before (a large one): its folder
+                                        # synced at the end of the run
                     self.new_dir = os.path.dirname(self.target)
                 if self.batch.made is not None and self.rows is not None:
                     self._tally(*self.batch.made)

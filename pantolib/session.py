@@ -749,7 +749,6 @@ class Batch:
         self.lean = False         # made by this batch: no index nodes kept
         self.look = False         # True: `made` says what the file this batch makes whole holds
         self.made = None          # then (stamp, os.stat, its bytes), looked at after its last change
-        self.created = False      # the file was made by this batch (its folder is still to sync)
         if os.path.lexists(path) if exists is None else exists:
             self._open()
         elif header_raw is None:
@@ -836,7 +835,6 @@ class Batch:
 
         if files.create(self.path, data, "could not create the session file", self.sync_dir,
                         look if last and self.look else None):
-            self.created = True
             lines, self.pending_lines = self.pending_lines + 1, 0
             self.written += lines - 1
             if last:

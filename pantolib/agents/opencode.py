@@ -65,11 +65,13 @@ def connect(path):
     import sqlite3
     from urllib.parse import quote
 
+    from pantolib import files
+
     try:
-        kind = os.stat(path).st_mode & 0o170000
+        special = files.waits(os.stat(path).st_mode)      # (a folder: SQLite says it cannot open it)
     except OSError:
-        kind = None       # (SQLite says why)
-    if kind is not None and kind not in (0o100000, 0o040000):     # (a folder: SQLite says it cannot open it)
+        special = False       # (SQLite says why)
+    if special:
         raise OSError(f"{path}: cannot read the opencode database (not a regular file)")
     try:
         db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=10,

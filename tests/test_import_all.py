@@ -706,3 +706,18 @@ def test_sources_of_several_mebibytes_are_read_ahead_and_each_made_whole_at_once
     assert sessions_in(alone["PANTO_SESSION_DIR"]) == made
     reports = [run(["panto-cost", "--all", "--by", "session", "--json", *how]) for how in ((), ("--no-cache",))]
     assert reports[0].returncode == 0 and reports[0].stdout == reports[1].stdout
+
+
+def test_one_transcript_in_two_project_folders_makes_one_session_with_each_entry_once(agents_home, tmp_path):
+    """The same transcript twice (a project folder copied under another name):
+    the second is taken line by line into the file the first makes, whether
+    read ahead by workers (the run knows the file it made: it asks the
+    folder once, not each session) or here."""
+    recs = cc_session(n=3)
+    write(cc_path(agents_home), recs)
+    copy = write(cc_path(agents_home, CC_SID, "-home-u-proj-copy"), recs)    # the first in order ('-' < '/')
+    want, summary = reference(tmp_path)
+    assert summary == run_all(env=dict(os.environ, PANTO_JOBS="2"))
+    assert summary.startswith("panto-log: 2 sessions (1 new, 0 grown, 1 unchanged), added 6 entries")
+    assert sessions_in(os.environ["PANTO_SESSION_DIR"]) == want
+    assert read(session_file(CC_SID, "/home/u/proj")) == log("import", copy).stdout

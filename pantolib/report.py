@@ -551,6 +551,10 @@ def _session_tree(groups, lineages):
     out, wholes, done = [], {}, set()
 
     def visit(root):      # depth first, without recursion: a chain of sub-agents may be long
+        if root not in children:        # most sessions have none: themselves alone, at the top
+            done.add(root)
+            out.append((root, 0))
+            return
         order, kids, stack = [], {}, [(root, 0, None)]
         while stack:
             g, depth, up = stack.pop()

@@ -941,12 +941,15 @@ def _fresh(lines, billing, env, warn, prices, there):
             elsewhere = {k: payer for (k, _), payer in zip(lines.billed, payers) if payer is not None}
             if elsewhere:
                 raws = lines.raws()
+                was, now = [], []       # the entries changed, as read and as written
                 for k, payer in elsewhere.items():
-                    raws[k] = stream.dumps(_billed_in(orjson.loads(raws[k]), payer))
+                    obj = orjson.loads(raws[k])
+                    was.append(orjson.loads(raws[k]))
+                    now.append(_billed_in(obj, payer))
+                    raws[k] = stream.dumps(obj)
                 body = b"".join(raws[1:])
-                if rows is not None:        # counted again, as written
-                    rows = tallies.rows_of(prices, [orjson.loads(raw) for raw, kind in zip(raws, lines.kinds)
-                                                    if kind == _ASSISTANT or kind == _TURN])
+                if rows is not None:        # counted as written: those entries' sums moved
+                    rows = tallies.moved(prices, rows, was, now)
         batch.add_lines(body, len(sizes) - 1, _ASSISTANT in lines.kinds)
         batch.look = rows is not None
     except BaseException:

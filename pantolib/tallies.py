@@ -276,6 +276,28 @@ def rows_of(prices, entries, quarters=None):
     return rows.rows()
 
 
+def moved(prices, rows, was, now):
+    """The token sums `rows` (rows_of) of a session whose entries `was` are
+    now `now` (the same number, priced ones: an import's copies billed in
+    another session), as rows_of of the entries as they are now would count
+    them, in another order; None where it would give None. The other
+    entries are not parsed again (a first import of 10,000 sessions, a tenth
+    of them resumed copies: a twelfth of its main thread)."""
+    out, plus = rows_of(prices, was), rows_of(prices, now)
+    if out is None or plus is None:
+        return None
+    sums = {tuple(r[:5]): list(r[5:]) for r in rows}
+    for sign, part in ((-1, out), (1, plus)):
+        for r in part:
+            k = tuple(r[:5])
+            row = sums.get(k)
+            if row is None:
+                row = sums[k] = [0] * (len(r) - 5)
+            for i, v in enumerate(r[5:]):
+                row[i] += sign * v
+    return [[*k, *v] for k, v in sums.items() if v[0]]
+
+
 class Rows:
     """rows_of, the entries given one by one (none is kept)."""
 

@@ -282,3 +282,32 @@ def test_the_lineage_of_a_file_is_kept_in_the_cache_and_survives_growth(tmp_path
     assert grown.read(name, os.stat(name)).lineage == ("codex", "p-1", "subagent")
     plain = _session(tmp_path / "plain.jsonl")
     assert tallies.Files(PRICES).read(plain, os.stat(plain)).lineage == ("panto", None, None)
+
+
+def test_sums_moved_by_copies_billed_elsewhere_are_those_of_the_session_counted_again(utc):
+    """An import writes a copy of a response paid in another session without
+    its usage (billedIn), and moves the session's token sums rather than
+    counting every entry again: the rows are rows_of's, in another order."""
+    import random
+
+    import orjson
+
+    from pantolib import importing
+
+    prices = models_toml.parse("[openai.gpt-4o]\ninput = 2.5\noutput = 10\nabove_tokens = 200\n"
+                               "input_above = 5\noutput_above = 15\n[anthropic.claude-x]\ninput = 3\noutput = 15\n")
+    rnd = random.Random(5)
+    for _ in range(200):
+        entries = []
+        for i in range(rnd.randint(1, 12)):
+            provider, model = rnd.choice([("openai", "gpt-4o"), ("anthropic", "claude-x"), ("anthropic", "other")])
+            usage = {"input": rnd.choice([0, 50, 300]), "output": rnd.randint(0, 9), "cacheRead": rnd.choice([0, 7])}
+            raw = msg(f"{i:04x}bbbb", None, "assistant", "a", ts=f"2026-04-{rnd.randint(20, 26)}T0{rnd.randint(0, 9)}"
+                      ":15:00.000Z", provider=provider, model=model, usage=usage)
+            entries.append(orjson.loads(raw))
+        rows = tallies.rows_of(prices, entries)
+        billed = rnd.sample(range(len(entries)), rnd.randint(1, len(entries)))
+        was = [orjson.loads(orjson.dumps(entries[k])) for k in billed]
+        now = [importing._billed_in(entries[k], "0199aaaa-0000-7000-8000-000000000000") for k in billed]
+        got = tallies.moved(prices, rows, was, now)
+        assert sorted(map(repr, got)) == sorted(map(repr, tallies.rows_of(prices, entries)))

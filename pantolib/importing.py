@@ -943,10 +943,9 @@ def _fresh(lines, billing, env, warn, prices, there):
                 raws = lines.raws()
                 was, now = [], []       # the entries changed, as read and as written
                 for k, payer in elsewhere.items():
-                    obj = orjson.loads(raws[k])
                     was.append(orjson.loads(raws[k]))
-                    now.append(_billed_in(obj, payer))
-                    raws[k] = stream.dumps(obj)
+                    now.append(_billed_in(orjson.loads(raws[k]), payer))
+                    raws[k] = stream.dumps(now[-1])
                 body = b"".join(raws[1:])
                 if rows is not None:        # counted as written: those entries' sums moved
                     rows = tallies.moved(prices, rows, was, now)

@@ -279,7 +279,6 @@ class BillingError(PantoError):
 
 
 WHOLE = "whole"      # Billing: a response known by its whole billing list
-SHIFT = 23           # Billing: the bits of a key that name each of its two bits in the filter of keys written
 
 
 def _key(name):
@@ -324,6 +323,7 @@ class Billing:
     it meets, and a few others)."""
 
     PENDING = 1 << 16    # keys held in memory at most (a huge source): past this, written at once
+    SHIFT = 23           # a key's two bits in the filter: its low SHIFT bits, and the SHIFT bits above them
     BLOOM = 1 << SHIFT   # the filter's bits (1 MiB: about 2% of keys asked in vain after 600,000 written)
 
     def __init__(self, env=None):
@@ -424,11 +424,17 @@ class Billing:
             self._write()
         return out
 
+    def _bits(self, keys):
+        """The places of each key's two bits in the filter of keys written."""
+        m, s = self.BLOOM - 1, self.SHIFT
+        return [(k & m, k >> s & m) for k in keys]
+
     def _maybe(self, keys):
         """The keys this run may have written (the others it did not): those
-        whose two bits (_write) are both set."""
-        bits, m, s = self.written, self.BLOOM - 1, SHIFT
-        return [k for k in keys if bits[(k & m) >> 3] >> (k & 7) & 1 and bits[(k >> s & m) >> 3] >> (k >> s & 7) & 1]
+        whose two bits are both set."""
+        bits = self.written
+        return [k for k, (a, b) in zip(keys, self._bits(keys))
+                if bits[a >> 3] >> (a & 7) & 1 and bits[b >> 3] >> (b & 7) & 1]
 
     def _write(self):
         new = self.new
@@ -438,9 +444,8 @@ class Billing:
             if not self.asked:
                 if self.written is None:
                     self.written = bytearray(self.BLOOM >> 3)
-                bits, m, s = self.written, self.BLOOM - 1, SHIFT
-                for k in keys:      # a key's bits: its low SHIFT bits, and the SHIFT bits above them
-                    a, b = k & m, k >> s & m
+                bits = self.written
+                for a, b in self._bits(keys):
                     bits[a >> 3] |= 1 << (a & 7)
                     bits[b >> 3] |= 1 << (b & 7)
             self.new = {}

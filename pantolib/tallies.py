@@ -283,28 +283,30 @@ def moved(prices, rows, was, now):
     them, in another order; None where it would give None. The other
     entries are not parsed again (a first import of 10,000 sessions, a tenth
     of them resumed copies: a twelfth of its main thread)."""
-    out, plus = rows_of(prices, was), rows_of(prices, now)
-    if out is None or plus is None:
+    gone = rows_of(prices, was)
+    if gone is None:
         return None
-    sums = {tuple(r[:5]): list(r[5:]) for r in rows}
-    for sign, part in ((-1, out), (1, plus)):
-        for r in part:
-            k = tuple(r[:5])
-            row = sums.get(k)
-            if row is None:
-                row = sums[k] = [0] * (len(r) - 5)
-            for i, v in enumerate(r[5:]):
-                row[i] += sign * v
-    return [[*k, *v] for k, v in sums.items() if v[0]]
+    sums = pricing.Tokens.read(rows)
+    for key, counts in pricing.Tokens.read(gone).items():
+        left = [a - b for a, b in zip(sums[key], counts)]
+        if left[0]:         # turns of that key still counted
+            sums[key] = left
+        else:
+            del sums[key]
+    out = Rows(prices, sums=sums)
+    for entry in now:
+        out.add(entry)
+    return out.rows()
 
 
 class Rows:
-    """rows_of, the entries given one by one (none is kept)."""
+    """rows_of, the entries given one by one (none is kept); `sums`: counted
+    on from these (pricing.Tokens.read)."""
 
-    def __init__(self, prices, quarters=None):
+    def __init__(self, prices, quarters=None, sums=None):
         from pantolib.scan import priced
 
-        self.priced, self.tokens, self.valid = priced, pricing.Tokens(prices, None, quarters), True
+        self.priced, self.tokens, self.valid = priced, pricing.Tokens(prices, sums, quarters), True
 
     def add(self, entry):
         if self.valid:

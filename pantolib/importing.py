@@ -325,6 +325,8 @@ class Billing:
     PENDING = 1 << 16    # keys held in memory at most (a huge source): past this, written at once
     SHIFT = 23           # a key's two bits in the filter: its low SHIFT bits, and the SHIFT bits above them
     BLOOM = 1 << SHIFT   # the filter's bits (1 MiB: about 2% of keys asked in vain after 600,000 written)
+    ROWS = 250           # rows an INSERT writes (500 parameters: under SQLite's 999 before 3.32). 600,000 keys
+                         # in 10 batches: 0.41 s, where a statement a row took 0.94-0.96 s
 
     def __init__(self, env=None):
         self.env, self.db = env, None
@@ -440,7 +442,7 @@ class Billing:
         new = self.new
         if new:
             keys = sorted(new)      # (ints: sorting the (key, session) pairs took three times as long)
-            self.db.executemany("INSERT OR IGNORE INTO paid2 VALUES (?, ?)", zip(keys, map(new.__getitem__, keys)))
+            self._insert(keys, list(map(new.__getitem__, keys)))
             if not self.asked:
                 if self.written is None:
                     self.written = bytearray(self.BLOOM >> 3)
@@ -449,6 +451,18 @@ class Billing:
                     bits[a >> 3] |= 1 << (a & 7)
                     bits[b >> 3] |= 1 << (b & 7)
             self.new = {}
+
+    def _insert(self, keys, sessions):
+        """Each key with its session, in order, unless the table has the key:
+        ROWS rows a statement, not one."""
+        flat = [None] * (2 * len(keys))
+        flat[0::2], flat[1::2] = keys, sessions
+        size = 2 * self.ROWS
+        whole = len(flat) // size * size
+        if whole:
+            self.db.executemany(_inserting(self.ROWS), (flat[i:i + size] for i in range(0, whole, size)))
+        if whole < len(flat):
+            self.db.execute(_inserting((len(flat) - whole) // 2), flat[whole:])
 
     def commit(self):
         if self.db is not None:
@@ -475,6 +489,12 @@ class Billing:
                 self.db.execute("BEGIN")
         except sqlite3.Error as e:
             raise self._failed(e) from None
+
+
+def _inserting(n):
+    """The statement that writes n (key, session) rows into the table of who
+    paid, a key it has already kept as it is (the first session named)."""
+    return "INSERT OR IGNORE INTO paid2 VALUES " + ",".join(["(?,?)"] * n)
 
 
 # -- every source into session files -------------------------------------------------

@@ -9,6 +9,7 @@ Whatever the moment the keys are written (at each commit, or at once when
 more than PENDING wait), whether the table is asked or not (a first import:
 empty), and across runs (closed and opened again), the answers are the
 model's. A real SQLite file in the test's state folder."""
+import os
 import random
 
 import pytest
@@ -22,7 +23,8 @@ def _asks(billings):
 
 
 def _model(calls):
-    """The rule, as the table would hold it were each call's first copies written at once."""
+    """The rule, as the table would hold it were each call's first copies
+    written at once: (the answers, the table)."""
     table, answers = {}, []
     for billings, sid in calls:
         known = {k: v for k, v in table.items()}
@@ -47,7 +49,18 @@ def _model(calls):
         for k, v in first:
             table.setdefault(k, v)
         answers.append(got)
-    return answers
+    return answers, table
+
+
+def _stored(table):
+    """The model's table as billing.sqlite holds it: 63-bit keys (importing.ask's), sessions."""
+    key, out = importing._key, {}
+    for k, v in table.items():
+        if k[0] == "k":
+            out[key("k:" + repr(list(k[1:])))] = f"{v[0]} {v[1]:08x}"
+        else:
+            out[key(f"{k[0]}:{k[1]}" + (f"\0{k[2]}" if k[0] == "p" else ""))] = v
+    return out
 
 
 def _calls(rng, n):
@@ -72,11 +85,18 @@ def _calls(rng, n):
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("pending", [1, 5, importing.Billing.PENDING])
-def test_the_payers_are_the_rules_whenever_the_keys_are_written(isolated, monkeypatch, seed, pending):
+@pytest.mark.parametrize("rows", [2, importing.Billing.ROWS])
+def test_the_payers_are_the_rules_whenever_the_keys_are_written(isolated, monkeypatch, seed, pending, rows):
+    """Whatever the moment the keys are written and however many rows an
+    INSERT takes (2: whole statements and a rest, every time), the answers
+    are the model's, and so is the table left."""
+    import sqlite3
+
     monkeypatch.setattr(importing.Billing, "PENDING", pending)
+    monkeypatch.setattr(importing.Billing, "ROWS", rows)
     rng = random.Random(seed)
     calls = _calls(rng, 30)
-    want = _model(calls)
+    want, table = _model(calls)
     got, billing = [], importing.Billing()
     for i, (billings, sid) in enumerate(calls):
         got.append(billing.payers(_asks(billings), sid))
@@ -88,6 +108,11 @@ def test_the_payers_are_the_rules_whenever_the_keys_are_written(isolated, monkey
             billing = importing.Billing()
     billing.close()
     assert got == want
+    db = sqlite3.connect(os.path.join(importing._dir(), "billing.sqlite"))
+    try:
+        assert dict(db.execute("SELECT key, session FROM paid2")) == _stored(table)
+    finally:
+        db.close()
     assert any(a not in (None, sid) for answers, (_, sid) in zip(want, calls) for a in answers)  # copies met
     assert any(a == sid for answers, (_, sid) in zip(want, calls) for a in answers)   # within a session too
 

@@ -11,15 +11,21 @@ empty), and across runs (closed and opened again), the answers are the
 model's. A real SQLite file in the test's state folder."""
 import os
 import random
+import sqlite3
 
 import pytest
 
 from pantolib import importing
 
 
+def _eid(i):
+    """The id of the entry at place i of a file."""
+    return f"{i:08x}"
+
+
 def _asks(billings):
     """Each billing asked as the entry of that place in its file."""
-    return [importing.ask(b, f"{i:08x}") for i, b in enumerate(billings)]
+    return [importing.ask(b, _eid(i)) for i, b in enumerate(billings)]
 
 
 def _model(calls):
@@ -53,13 +59,15 @@ def _model(calls):
 
 
 def _stored(table):
-    """The model's table as billing.sqlite holds it: 63-bit keys (importing.ask's), sessions."""
-    key, out = importing._key, {}
+    """The model's table as billing.sqlite holds it: each key as importing.ask
+    names it, and its session (another agent's: with the entry that paid)."""
+    out = {}
     for k, v in table.items():
         if k[0] == "k":
-            out[key("k:" + repr(list(k[1:])))] = f"{v[0]} {v[1]:08x}"
-        else:
-            out[key(f"{k[0]}:{k[1]}" + (f"\0{k[2]}" if k[0] == "p" else ""))] = v
+            out[importing.ask(list(k[1:]), None)[1]] = f"{v[0]} {_eid(v[1])}"
+        else:       # ask's (sidechain, m, s, p) of a Claude Code billing
+            _, m, s, p = importing.ask([k[1], k[2] if k[0] == "p" else None, k[0] != "p"], None)
+            out[p if k[0] == "p" else m if k[0] == "m" else s] = v
     return out
 
 
@@ -90,8 +98,6 @@ def test_the_payers_are_the_rules_whenever_the_keys_are_written(isolated, monkey
     """Whatever the moment the keys are written and however many rows an
     INSERT takes (2: whole statements and a rest, every time), the answers
     are the model's, and so is the table left."""
-    import sqlite3
-
     monkeypatch.setattr(importing.Billing, "PENDING", pending)
     monkeypatch.setattr(importing.Billing, "ROWS", rows)
     rng = random.Random(seed)

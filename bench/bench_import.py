@@ -222,14 +222,15 @@ def main():
         # memory: one huge source against a small one
         big = os.path.join(tmp, "big")
         small = os.path.join(tmp, "small")
-        for root, turns in ((small, 20), (big, max(20, a.big_mb * 1_000_000 // (3 * (a.pad + 900) * 2)))):
+        for root, size in ((small, 0), (big, a.big_mb * 1_000_000)):
             d = os.path.join(root, "projects", "-home-me-big")
             os.makedirs(d, exist_ok=True)
             with open(os.path.join(d, sid_of(0) + ".jsonl"), "wb") as f:
-                parent = None
-                for i in range(turns):
+                parent, i, written = None, 0, 0
+                while i < 20 or written < size:     # 20 turns, or as many as make --big-mb
                     data, parent = turn(sid_of(0), i, parent, a.pad * 2, "/home/me/big")
-                    f.write(data)
+                    written += f.write(data)
+                    i += 1
         rss = {}
         for name, root in (("small", small), ("big", big)):
             h = os.path.join(tmp, "home-" + name)

@@ -17,8 +17,8 @@ times, and their medians are held to the targets. Sessions are generated here
 writes them; every tenth session a resumed copy of an earlier one's first
 turn), and written to disk (sync) before the first run, so that their
 writeback does not wait in panto's syncs. Defaults are small (this
-machine is shared): pass --sessions 10000 --turns 30 --pad 2500 for the
-full 1 GB. Without ccusage on PATH only
+machine is shared): pass --sessions 10000 --turns 30 --pad 700 for the
+full ~0.9 GB (921 MB). Without ccusage on PATH only
 panto's figures are printed. With it, the floors of a first import follow:
 a durable copy of the sources (durable_copy) and orjson.loads of every
 line (common.floor), each against ccusage's time.

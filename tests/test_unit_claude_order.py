@@ -23,6 +23,9 @@ def stamped(ts, **more):
     (stamped(A, t="x" * 100_000) + stamped(B) + b'{"y":2}\n' * 30, A, B),
     (stamped(A) + stamped(C, t="x" * 100_000), A, "~"),                   # a last line longer than the tail read
     (stamped(A) + b"garbage\n" * 20 + stamped(B) + b"garbage\n" * 20, A, B),
+    (b'{"x":1}\n' * 2000 + stamped(A) + stamped(B), A, B),                # the first time past the first read
+    (stamped(A) + stamped(B, t="x" * 20_000) + b"x" * 9000, A, B),       # the last time past the last read
+    (stamped(A) + stamped(B) + b"x" * 9000 + b"\n" + stamped(C)[:-1], A, C),
 ])
 def test_order_key(tmp_path, data, first, last):
     p = tmp_path / "t.jsonl"

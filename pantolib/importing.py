@@ -429,17 +429,12 @@ class Billing:
             self._write()
         return out
 
-    def _bits(self, keys):
-        """The places of each key's two bits in the filter of keys written."""
-        m, s = self.BLOOM - 1, self.SHIFT
-        return [(k & m, k >> s & m) for k in keys]
-
     def _maybe(self, keys):
         """The keys this run may have written (the others it did not): those
-        whose two bits are both set."""
-        bits = self.written
-        return [k for k, (a, b) in zip(keys, self._bits(keys))
-                if bits[a >> 3] >> (a & 7) & 1 and bits[b >> 3] >> (b & 7) & 1]
+        whose two bits are both set (a key's bits: its low SHIFT bits, and
+        the SHIFT bits above them)."""
+        bits, m, s = self.written, self.BLOOM - 1, self.SHIFT
+        return [k for k in keys if bits[(k & m) >> 3] >> (k & 7) & 1 and bits[(k >> s & m) >> 3] >> (k >> s & 7) & 1]
 
     def _write(self):
         new = self.new
@@ -449,10 +444,10 @@ class Billing:
             if not self.asked:
                 if self.written is None:
                     self.written = bytearray(self.BLOOM >> 3)
-                bits = self.written
-                for a, b in self._bits(keys):
-                    bits[a >> 3] |= 1 << (a & 7)
-                    bits[b >> 3] |= 1 << (b & 7)
+                bits, m, s = self.written, self.BLOOM - 1, self.SHIFT
+                for k in keys:
+                    bits[(k & m) >> 3] |= 1 << (k & 7)
+                    bits[(k >> s & m) >> 3] |= 1 << (k >> s & 7)
             self.new = {}
 
     def _insert(self, keys, sessions):

@@ -537,8 +537,11 @@ AHEAD = 16 << 20   # a file read ahead by a worker is at most this big (a bigger
                    # rollouts of 7.8 MB took 5.3-6.0 s in this process alone, 3.3-3.8 s read ahead
 
 
-def everything(names, dry_run, verbose, warn, env=None):
+def everything(names, dry_run, verbose, warn, env=None, progress=None):
     """Import every source of the named agents (all when empty); the summary.
+    progress(done, total): called as the run goes on (total None while the
+    sources are looked for; done again for the same source as a large one is
+    read), to show how far it is.
 
     Sources are taken one after the other (in each agent's order: copies are
     billed in it); when there are many, worker processes read them ahead
@@ -556,7 +559,7 @@ def everything(names, dry_run, verbose, warn, env=None):
             raise PantoError(f"unknown agent '{name}' (one of {', '.join(agents.AGENTS)})")
     lock = None if dry_run else _lock(env, warn)
     try:
-        return _everything(names, dry_run, verbose, warn, env)
+        return _everything(names, dry_run, verbose, warn, env, progress)
     finally:
         if lock is not None:
             os.close(lock)
@@ -587,9 +590,11 @@ def _lock(env, warn):
     return fd
 
 
-def _everything(names, dry_run, verbose, warn, env):
+def _everything(names, dry_run, verbose, warn, env, progress=None):
     from pantolib import files
 
+    if progress is not None:
+        progress(0, None)
     ended = False
     summary = Summary()
     old = load_index(env)
@@ -630,7 +635,7 @@ def _everything(names, dry_run, verbose, warn, env):
             few = len(changed) <= FEW
             todo += [(mod, source, st, few) for source, st in changed]
         if todo:
-            _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env)
+            _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env, progress)
         run.wait()
         ended = True
     finally:
@@ -659,7 +664,7 @@ def _forget_gone(old, index, records, env):
     records.save()
 
 
-def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env):
+def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env, progress=None):
     """Import the sources of `todo` in order, each one's sync submitted to the
     run. When there are many, worker processes read them ahead (forked here,
     before the pool has a thread), this process taking each one's entries
@@ -674,14 +679,21 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env)
     ahead = jobs.ordered(todo, lambda item: _take(item[0], item[1], item[2], records, prices), sizes, AHEAD,
                          AHEAD_FROM)
     there = _There()
+    total = len(todo)
     try:
         for i, ok, value in ahead:
             mod, source, st, few = todo[i]
+            tick = None
+            if progress is not None:
+                progress(i, total)
+                if ok is None:      # read here, as it goes: maybe a large one
+                    def tick(i=i):
+                        progress(i, total)
             try:
                 if ok is False:
                     raise value
                 job = _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, records, env,
-                                   value, prices, there)
+                                   value, prices, there, tick)
             except BillingError:
                 raise
             except (PantoError, OSError) as e:
@@ -690,6 +702,8 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env)
                 continue
             if job is not None:
                 run.submit(source, st, job, few=few)
+        if progress is not None:
+            progress(total, total)
     finally:
         ahead.close()
 
@@ -1051,12 +1065,13 @@ class _Taken:
 
 
 def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, records, env, taken, prices,
-                 there):
+                 there, tick=None):
     """Read one source on from its remembered offset into a Batch (nothing
     synced yet); the _Job that finishes it, or None (a dry run). taken: what
     a worker read of it (_take), else (None) it is read here. prices: the table
     the token sums a worker counted were counted with (tallies.rows_of).
-    there: whether a session file is there (_There)."""
+    there: whether a session file is there (_There). tick: called as its
+    entries are taken (the run's progress), or None."""
     import orjson
 
     from pantolib import session, stream
@@ -1081,6 +1096,8 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
 
     def let_go():
         nonlocal added
+        if tick is not None:
+            tick()
         payers = billing.payers([b for _, b in billed], sid) if billed else ()
         for (k, _), payer in zip(billed, payers):
             if payer is not None:

@@ -511,7 +511,7 @@ def import_(args):
 
             raise UsageError("--session names a session in FILE; --all imports every session")
         names = args["--from"] if isinstance(args["--from"], list) else [args["--from"]] if args["--from"] else []
-        summary = importing.everything(names, args["--dry-run"], args["-v"], warn)
+        summary = _import_all(importing, names, args["--dry-run"], args["-v"])
         warn(summary.line(args["--dry-run"]))
         return cli.FAIL if summary.failed else cli.OK
     agent = args["--from"]
@@ -519,6 +519,32 @@ def import_(args):
     importing.one(args["FILE"], agent, args["--session"], cli.stdout(),
                   warn, args["-v"])
     return cli.OK
+
+
+def _import_all(importing, names, dry_run, verbose):
+    """importing.everything, with how far it is on stderr when that is a
+    terminal (terminal.Spinner: `⠋ importing 3214/10000 sessions 1.4s`,
+    erased before any other line and at the end)."""
+    from pantolib.terminal import Spinner
+
+    spinner = Spinner(sys.stderr)
+
+    def warn(message):
+        spinner.stop()
+        cli.warn(NAME, message)
+
+    said = [None]
+
+    def progress(done, total):      # (called for every entry of a large source read here: the label made once)
+        if said[0] != (done, total):
+            said[0] = (done, total)
+            spinner.label = "looking for sessions " if total is None else f"importing {done}/{total} sessions "
+        spinner.tick()
+
+    try:
+        return importing.everything(names, dry_run, verbose, warn, progress=progress if spinner.on else None)
+    finally:
+        spinner.stop()
 
 
 def name(title, arg):

@@ -4,6 +4,7 @@ anything but a terminal, stderr holds the run's lines alone."""
 import os
 import pty
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -93,3 +94,37 @@ def test_nothing_of_it_where_stderr_is_not_a_terminal(agents_home):
         f"panto-log: {fifo}: not a regular file (a FIFO's open would wait for a writer); left out",
         "panto-log: 2 sessions (2 new, 0 grown, 0 unchanged), added 10 entries; skipped: split line 5; "
         "1 source failed"]
+
+
+def test_ctrl_c_leaves_the_terminal_clean(agents_home):
+    """Ctrl-C while a large source is read (or just after the run ended):
+    the line of how far it is is erased before the last line, whichever it is."""
+    write(cc_path(agents_home), cc_session(n=40000))       # ~70 MB: read here, ticking, for a second or two
+    leader, follower = pty.openpty()
+    try:
+        p = subprocess.Popen([shutil.which("panto-log"), "import", "--all"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=follower)
+        os.close(follower)
+        out = b""
+        while b"importing 0/1 sessions" not in out:
+            chunk = os.read(leader, 65536)
+            assert chunk, out
+            out += chunk
+        p.send_signal(signal.SIGINT)
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        status = p.wait(60)
+    finally:
+        os.close(leader)
+    lines, last = _shown(out.decode())
+    assert last == "" and len(lines) == 1, (lines, last)
+    if status == 130:
+        assert lines == ["panto-log: interrupted"]
+    else:                           # (the run had ended as the signal came)
+        assert status == 0 and lines[0].startswith("panto-log: 1 session (1 new, "), lines

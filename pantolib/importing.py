@@ -1129,6 +1129,8 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
                 batch = session.Batch(target, None, None, env=env, warn=warn, sync_dir=False)
             if dry_run:
                 added += 1
+                if tick is not None:
+                    tick()
                 continue
             held.append([raw, obj, eid, assistant])
             if b is not None and sid is not None:

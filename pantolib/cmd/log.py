@@ -511,7 +511,7 @@ def import_(args):
 
             raise UsageError("--session names a session in FILE; --all imports every session")
         names = args["--from"] if isinstance(args["--from"], list) else [args["--from"]] if args["--from"] else []
-        summary = _import_all(importing, names, args["--dry-run"], args["-v"])
+        summary = _import_all(names, args["--dry-run"], args["-v"])
         warn(summary.line(args["--dry-run"]))
         return cli.FAIL if summary.failed else cli.OK
     agent = args["--from"]
@@ -521,10 +521,11 @@ def import_(args):
     return cli.OK
 
 
-def _import_all(importing, names, dry_run, verbose):
+def _import_all(names, dry_run, verbose):
     """importing.everything, with how far it is on stderr when that is a
     terminal (terminal.Spinner: `⠋ importing 3214/10000 sessions 1.4s`,
     erased before any other line and at the end)."""
+    from pantolib import importing
     from pantolib.terminal import Spinner
 
     spinner = Spinner(sys.stderr)

@@ -357,9 +357,12 @@ class Spinner:
         self.last = now
         text = f"{self.FRAMES[self.frame % len(self.FRAMES)]} {self.label}{now - self.start:.1f}s"
         self.frame += 1
-        pad = " " * max(0, self.shown - text_width(text))
+        width = text_width(text)
+        pad = " " * max(0, self.shown - width)
+        # counted before the write: a Ctrl-C between the two still has stop() erase all that was drawn
+        self.shown = max(self.shown, width)
         self._put("\r" + text + pad + ("\b" * len(pad)))
-        self.shown = text_width(text)
+        self.shown = width
 
     def forget(self):
         """Something else took the line: leave what was drawn, never erase it."""

@@ -52,6 +52,15 @@ def isolated(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def agents_home(isolated, monkeypatch):
+    """HOME with Claude Code's and Codex's folders under it (created by each test as it writes sources)."""
+    home = os.environ["HOME"]
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", os.path.join(home, "claude"))
+    monkeypatch.setenv("CODEX_HOME", os.path.join(home, "codex"))
+    return home
+
+
+@pytest.fixture
 def sessions(isolated):
     """The session directory of the test's working directory (may not exist yet)."""
     from pantolib import paths

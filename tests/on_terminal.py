@@ -14,19 +14,23 @@ def on_a_terminal(argv):
     try:
         p = subprocess.Popen(argv, stdout=follower, stderr=subprocess.PIPE)
         os.close(follower)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:                          # EIO: the writer closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
+        out = drain(leader)
         assert p.wait(30) == 0, p.stderr.read()
     finally:
         os.close(leader)
     return out
+
+
+def drain(leader, out=b""):
+    """out and what the terminal of `leader` gets until its last writer closes it."""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:                              # EIO: the writer closed the terminal
+            return out
+        if not chunk:
+            return out
+        out += chunk
 
 
 RAW = [c.encode() for c in "\x9b\u202e\u202c\u2066\u2069\x1b\x07\x7f"]

@@ -13,18 +13,8 @@ import zlib
 import pytest
 from builders import lines, read
 from conftest import assert_clean_error, log, run
-from fixtures.records import (CC_SID, CX_SID, cc_assistant, cc_path, cc_session, cc_text, cc_usage, cc_user,
+from fixtures.records import (B_SID, CC_SID, CX_SID, cc_assistant, cc_path, cc_session, cc_text, cc_usage, cc_user,
                               cx_path, cx_session, oc_answer, oc_db, oc_user, write)
-
-B_SID = "22222222-2222-4333-8444-555555555555"
-
-
-@pytest.fixture
-def agents_home(isolated, monkeypatch):
-    home = os.environ["HOME"]
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", os.path.join(home, "claude"))
-    monkeypatch.setenv("CODEX_HOME", os.path.join(home, "codex"))
-    return home
 
 
 def session_file(sid, cwd):

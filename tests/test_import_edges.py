@@ -8,14 +8,13 @@ import orjson
 import pytest
 from builders import lines, read
 from conftest import assert_clean_error, log
-from fixtures.records import (CC_SID, OC_SCHEMA, OC_T0, cc_assistant, cc_common, cc_path, cc_session, cc_text, cc_usage,
-                              cc_user, oc_add, oc_answer, oc_db, oc_user, write)
+from fixtures.records import (B_SID, CC_SID, OC_SCHEMA, OC_T0, cc_assistant, cc_common, cc_path, cc_session, cc_text,
+                              cc_usage, cc_user, oc_add, oc_answer, oc_db, oc_user, write)
 
 from pantolib.agents import common
 
 SES = "ses_4f1a2b3c4d5eAbCdEfGhIjKlMn"
 PI_SID = "0b5b1c2e-1111-4222-8333-444455556666"
-B_SID = "22222222-2222-4333-8444-555555555555"
 
 
 def session_file(sid, cwd):

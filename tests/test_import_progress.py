@@ -7,19 +7,9 @@ import shutil
 import signal
 import subprocess
 
-import pytest
 from conftest import log
-from fixtures.records import CC_SID, cc_path, cc_session, write
-
-B_SID = "22222222-2222-4333-8444-555555555555"
-
-
-@pytest.fixture
-def agents_home(isolated, monkeypatch):
-    home = os.environ["HOME"]
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", os.path.join(home, "claude"))
-    monkeypatch.setenv("CODEX_HOME", os.path.join(home, "codex"))
-    return home
+from fixtures.records import B_SID, CC_SID, cc_path, cc_session, write
+from on_terminal import drain
 
 
 def _sources(home):
@@ -33,22 +23,22 @@ def _sources(home):
     return fifo
 
 
-def _stderr_on_a_terminal(*args):
-    """(exit status, what the terminal got) of panto-log with its stderr on a pseudo-terminal."""
+def _stderr_on_a_terminal(*args, interrupt_at=None):
+    """(exit status, what the terminal got) of panto-log with its stderr on a
+    pseudo-terminal; interrupt_at: SIGINT it once the terminal got these bytes."""
     leader, follower = pty.openpty()
     try:
         p = subprocess.Popen([shutil.which("panto-log"), *args], stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=follower)
         os.close(follower)
         out = b""
-        while True:
-            try:
+        if interrupt_at is not None:
+            while interrupt_at not in out:
                 chunk = os.read(leader, 65536)
-            except OSError:          # EIO: the last writer closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
+                assert chunk, out
+                out += chunk
+            p.send_signal(signal.SIGINT)
+        out = drain(leader, out)
         return p.wait(60), out.decode()
     finally:
         os.close(leader)
@@ -100,29 +90,8 @@ def test_ctrl_c_leaves_the_terminal_clean(agents_home):
     """Ctrl-C while a large source is read (or just after the run ended):
     the line of how far it is is erased before the last line, whichever it is."""
     write(cc_path(agents_home), cc_session(n=40000))       # ~70 MB: read here, ticking, for a second or two
-    leader, follower = pty.openpty()
-    try:
-        p = subprocess.Popen([shutil.which("panto-log"), "import", "--all"], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=follower)
-        os.close(follower)
-        out = b""
-        while b"importing 0/1 sessions" not in out:
-            chunk = os.read(leader, 65536)
-            assert chunk, out
-            out += chunk
-        p.send_signal(signal.SIGINT)
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        status = p.wait(60)
-    finally:
-        os.close(leader)
-    lines, last = _shown(out.decode())
+    status, out = _stderr_on_a_terminal("import", "--all", interrupt_at=b"importing 0/1 sessions")
+    lines, last = _shown(out)
     assert last == "" and len(lines) == 1, (lines, last)
     if status == 130:
         assert lines == ["panto-log: interrupted"]

@@ -669,6 +669,8 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env,
     run. When there are many, worker processes read them ahead (forked here,
     before the pool has a thread), this process taking each one's entries
     in order."""
+    from functools import partial
+
     from pantolib import jobs
 
     # an opencode database's session (DATABASE#ID) is read here: over AHEAD, whatever its file's size
@@ -683,12 +685,9 @@ def _take_all(todo, run, dry_run, verbose, warn, summary, billing, records, env,
     try:
         for i, ok, value in ahead:
             mod, source, st, few = todo[i]
-            tick = None
-            if progress is not None:
-                progress(i, total)
-                if ok is None:      # read here, as it goes: maybe a large one
-                    def tick(i=i):
-                        progress(i, total)
+            tick = None if progress is None else partial(progress, i, total)
+            if tick is not None:
+                tick()
             try:
                 if ok is False:
                     raise value
@@ -1096,8 +1095,6 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
 
     def let_go():
         nonlocal added
-        if tick is not None:
-            tick()
         payers = billing.payers([b for _, b in billed], sid) if billed else ()
         for (k, _), payer in zip(billed, payers):
             if payer is not None:
@@ -1112,6 +1109,8 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
 
     try:
         for raw, obj, eid, assistant, b in lines:
+            if tick is not None:            # (a large source read here takes seconds)
+                tick()
             if eid is None:                 # the session header
                 if obj is None:
                     obj = orjson.loads(raw)
@@ -1129,8 +1128,6 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
                 batch = session.Batch(target, None, None, env=env, warn=warn, sync_dir=False)
             if dry_run:
                 added += 1
-                if tick is not None:
-                    tick()
                 continue
             held.append([raw, obj, eid, assistant])
             if b is not None and sid is not None:

@@ -103,6 +103,8 @@ class Hashes:
 
     def _merged(self):
         """Every hash, in order, in one array (the recent ones merged in)."""
+        if not self.packed:       # (a usual session: merge would take each hash through Python)
+            return array("Q", sorted(self.recent))
         from heapq import merge
 
         return array("Q", merge(self.packed, sorted(self.recent)))
@@ -212,18 +214,14 @@ def usage(input=0, output=0, cache_read=0, cache_write=0, reasoning=0, cache_wri
     return entries.usage_dict(*(v if type(v) is int and v > 0 else 0 for v in counts))
 
 
-def _norm_usage(u):
-    """A usage dict of panto's keys in panto's form (SPEC §3's reading of it, entries.usage_counts)."""
-    return entries.usage_dict(*entries.usage_counts(u))
-
-
 def message(eid, parent, timestamp, role, content, *, provider=None, model=None, api=None,
             stop=None, usage=None, billed_in=None):
     """A message entry with SPEC §3's key order: a user entry stamped at the top
     level with provider/model/api when known; an assistant entry with
     provider, model, api, stopReason and usage inside `message`; a response
     paid in another session has no usage and, at the top level of the entry,
-    billedIn (SPEC §8)."""
+    billedIn (SPEC §8). usage: in panto's form already (entries.usage_dict,
+    as `usage` above writes it)."""
     e = {"type": "message", "id": eid, "parentId": parent, "timestamp": timestamp}
     if role == "user":
         if provider is not None:
@@ -243,7 +241,7 @@ def message(eid, parent, timestamp, role, content, *, provider=None, model=None,
         if stop is not None:
             m["stopReason"] = stop
         if billed_in is None and usage is not None:
-            m["usage"] = _norm_usage(usage)
+            m["usage"] = usage
     e["message"] = m
     if role == "assistant" and billed_in is not None:
         e["billedIn"] = billed_in

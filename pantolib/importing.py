@@ -952,45 +952,83 @@ _QUARTERS = {}      # a worker's memo for tallies.rows_of (pricing.when_key)
 
 
 def _fresh(lines, billing, env, warn, prices, there):
-    """A source's lines (_Lines) that are a session whole, into a Batch for its
-    file when there is none (`there`: _There): all at once, not line by line
-    (a first import). (batch, entries added, session id, file, the token
-    sums of its priced lines or None), or None (the file is there: its lines
-    are taken one by one, those it has left out)."""
+    """A source's lines (_Lines) that are a session whole, taken all at once,
+    not line by line: into a Batch for its file when there is none (`there`:
+    _There; a first import), or nothing at all when its file begins with
+    them byte for byte (_holds: the same session imported before, by other
+    code, which left no record this code reads on from: an upgrade). (batch
+    or None, entries added, session id, file, the token sums of its priced
+    lines or None), or None (its file holds something else: its lines are
+    taken one by one, those it has left out)."""
     import orjson
 
-    from pantolib import session, stream, tallies
+    from pantolib import session
 
-    data, sizes, rows = lines.data, lines.sizes, lines.rows
+    data, sizes = lines.data, lines.sizes
     head = data[:sizes[0]]
     obj = orjson.loads(head)
     sid, target = obj["id"], paths.session_path(obj, env)
-    if there(target):
-        return None
+    exists = there(target)
+    body, rows = _paid(lines, billing, sid, prices)
+    if exists:
+        return (None, 0, sid, target, None) if _holds(target, head, body) else None
     there.made(target)
     # (one made from now on is found as this one is made, and given what it lacks: Batch._create)
     batch = session.Batch(target, obj, head, env=env, warn=warn, sync_dir=False, exists=False)
     try:
-        body = memoryview(data)[sizes[0]:]      # (not a copy: a worker's answer may be many megabytes)
-        if lines.billed:
-            payers = billing.payers([b for _, b in lines.billed], sid)
-            elsewhere = {k: payer for (k, _), payer in zip(lines.billed, payers) if payer is not None}
-            if elsewhere:
-                raws = lines.raws()
-                was, now = [], []       # the entries changed, as read and as written
-                for k, payer in elsewhere.items():
-                    was.append(orjson.loads(raws[k]))
-                    now.append(_billed_in(orjson.loads(raws[k]), payer))
-                    raws[k] = stream.dumps(now[-1])
-                body = b"".join(raws[1:])
-                if rows is not None:        # counted as written: those entries' sums moved
-                    rows = tallies.moved(prices, rows, was, now)
         batch.add_lines(body, len(sizes) - 1, _ASSISTANT in lines.kinds)
         batch.look = rows is not None
     except BaseException:
         batch.close()
         raise
     return batch, len(sizes) - 1, sid, target, rows
+
+
+def _paid(lines, billing, sid, prices):
+    """The lines of a session whole (_Lines) after its header, as they are
+    written: a response another session paid for without its usage, naming
+    that session (_billed_in); and the token sums of the priced ones
+    (lines.rows, moved where an entry changed), or None."""
+    import orjson
+
+    from pantolib import stream, tallies
+
+    body, rows = memoryview(lines.data)[lines.sizes[0]:], lines.rows   # (not a copy: an answer may be megabytes)
+    if lines.billed:
+        payers = billing.payers([b for _, b in lines.billed], sid)
+        elsewhere = {k: payer for (k, _), payer in zip(lines.billed, payers) if payer is not None}
+        if elsewhere:
+            raws = lines.raws()
+            was, now = [], []       # the entries changed, as read and as written
+            for k, payer in elsewhere.items():
+                was.append(orjson.loads(raws[k]))
+                now.append(_billed_in(orjson.loads(raws[k]), payer))
+                raws[k] = stream.dumps(now[-1])
+            body = b"".join(raws[1:])
+            if rows is not None:        # counted as written: those entries' sums moved
+                rows = tallies.moved(prices, rows, was, now)
+    return body, rows
+
+
+def _holds(path, head, body):
+    """Whether the file at path begins with head and body, byte for byte: it
+    holds each of these entries, as these very lines (a session file only
+    grows: what a REPL added to it after them stays). Read, never locked or
+    written; anything but a regular file holds nothing."""
+    import stat
+
+    size = len(head) + len(body)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            got = os.pread(fd, size, 0)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return len(got) == size and got[:len(head)] == head and memoryview(got)[len(head):] == body
 
 
 def _billed_in(obj, payer):

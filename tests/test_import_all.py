@@ -711,3 +711,54 @@ def test_one_transcript_in_two_project_folders_makes_one_session_with_each_entry
     assert summary.startswith("panto-log: 2 sessions (1 new, 0 grown, 1 unchanged), added 6 entries")
     assert sessions_in(os.environ["PANTO_SESSION_DIR"]) == want
     assert read(session_file(CC_SID, "/home/u/proj")) == log("import", copy).stdout
+
+
+def _other_code(tmp_path):
+    """PYTHONPATH naming a copy of the installed package: other code, as after
+    an upgrade (its fingerprint differs: no record or cache of the code
+    installed is trusted)."""
+    import sys
+
+    where = subprocess.run([sys.executable, "-c", "import pantolib; print(pantolib.__file__)"], cwd="/",
+                           capture_output=True, check=True).stdout.decode().strip()
+    site = tmp_path / "site"
+    shutil.copytree(os.path.dirname(where), site / "pantolib", ignore=shutil.ignore_patterns("__pycache__"))
+    return str(site)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to see how the session files are opened")
+def test_after_an_upgrade_a_session_imported_already_is_recognised_by_its_bytes(agents_home, tmp_path):
+    """Other code reads every source again from the top (the last run's
+    records are not its own). A session file that begins with what its
+    source imports to, byte for byte, is left alone, never opened to be
+    written, whatever a REPL added to it since; one whose source grew
+    gets its new entries, each once; every response stays paid once."""
+    _claude_sessions(agents_home, 12)           # (the 2nd, 7th and 12th begin with a copy: billed elsewhere)
+    env = dict(os.environ, PANTO_JOBS="2")      # (the sources read ahead, each taken whole)
+    assert "12 sessions (12 new, 0 grown, 0 unchanged), added 600 entries" in run_all(env=env)
+    root = os.environ["PANTO_SESSION_DIR"]
+    continued = session_file("00000001-2222-4333-8444-555555555555", "/home/u/p1")
+    leaf = lines(read(continued))[-1]["id"]
+    added = (b'{"type":"message","id":"e0000001","parentId":"%s","timestamp":"2025-09-01T00:00:00.000Z",'
+             b'"message":{"role":"user","content":[{"type":"text","text":"continued in panto"}]}}\n' % leaf.encode())
+    assert log("append", continued, input=added).returncode == 0
+    grown = "00000003-2222-4333-8444-555555555555"
+    more = cc_session(grown, n=1, start=25, cwd="/home/u/p0")
+    more[0]["parentUuid"] = f"{grown[:8]}-b24"
+    write(cc_path(agents_home, grown, "-home-u-p0"), more, mode="ab")
+    expected, _ = reference(tmp_path)
+    expected[os.path.relpath(continued, root)] += added
+    before = snapshot(root)
+    trace = tmp_path / "trace"
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", str(trace),
+                        shutil.which("panto-log"), "import", "--all"],
+                       env=dict(env, PYTHONPATH=_other_code(tmp_path)), capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.decode().endswith("12 sessions (0 new, 1 grown, 11 unchanged), added 2 entries; "
+                                      "skipped: split line 301\n")
+    assert sessions_in(root) == expected
+    written = {line.split('"')[1] for line in trace.read_text().splitlines()
+               if ".jsonl" in line and ("O_RDWR" in line or "O_WRONLY" in line) and root in line}
+    assert written == {session_file(grown, "/home/u/p0")}
+    after = snapshot(root)
+    assert {p: v for p, v in after.items() if grown not in p} == {p: v for p, v in before.items() if grown not in p}

@@ -1013,22 +1013,93 @@ def _paid(lines, billing, sid, prices):
 def _holds(path, head, body):
     """Whether the file at path begins with head and body, byte for byte: it
     holds each of these entries, as these very lines (a session file only
-    grows: what a REPL added to it after them stays). Read, never locked or
-    written; anything but a regular file holds nothing."""
-    import stat
-
+    grows: what a REPL added to it after them stays)."""
     size = len(head) + len(body)
+    got = _top(path, size)
+    return got is not None and len(got) == size and got[:len(head)] == head and memoryview(got)[len(head):] == body
+
+
+def _top(path, size):
+    """At most `size` bytes from the top of the file at path: read, never
+    locked or written; None when it is not a regular file (a FIFO is not
+    waited on) or cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return False
-            got = os.pread(fd, size, 0)
+            if os.fstat(fd).st_mode & 0o170000 != 0o100000:
+                return None
+            return os.pread(fd, size, 0)
         finally:
             os.close(fd)
     except OSError:
-        return False
-    return len(got) == size and got[:len(head)] == head and memoryview(got)[len(head):] == body
+        return None
+
+
+def _dry(lines, env, there):
+    """For a dry run, a source's lines (_Lines) that are a session whole whose
+    file is there: (session id, file, how many of its entries the file
+    lacks), or None (no file, or one that does not begin with them: each
+    entry is counted as it comes)."""
+    import orjson
+
+    head = lines.data[:lines.sizes[0]]
+    obj = orjson.loads(head)
+    target = paths.session_path(obj, env)
+    if not there(target):
+        return None
+    held = _held(target, lines)
+    return None if held is None else (obj["id"], target, len(lines.sizes) - 1 - held)
+
+
+def _held(path, lines):
+    """How many of a session's entries (_Lines, its header first) the file at
+    path begins with, in order, or None when it begins with anything else:
+    each line the same bytes, or, for a response that may have been paid
+    elsewhere, a line of the same id (a real run writes it with billedIn
+    then: a dry run asks nobody who paid, _paid)."""
+    import orjson
+
+    data, sizes, eids, billed = lines.data, lines.sizes, lines.eids, {k for k, _ in lines.billed}
+    got = _top(path, 2 * len(data) + (1 << 20))     # (a line with billedIn is about as long as without)
+    if got is None:
+        return None
+    at = pos = 0
+    for i, size in enumerate(sizes):
+        end = got.find(b"\n", pos) + 1
+        if not end:
+            return i - 1 if i else None     # (the file ends here: the entries from i on are not in it)
+        line, mine = got[pos:end], data[at:at + size]
+        if line != mine:
+            if i not in billed:
+                return None
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return None
+            if type(obj) is not dict or obj.get("id") != eids[i]:
+                return None
+        at, pos = at + size, end
+    return len(sizes) - 1
+
+
+def _ids_of(path):
+    """The ids of the entries of the session file at path, read as any reader
+    reads it (session.read_indexed, its torn tail left as it is, nothing
+    written); none when it is not a regular file or cannot be read."""
+    from pantolib import session
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return ()
+    try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:     # not a regular file: it holds nothing
+            return ()
+        return session.read_indexed(path, fd, fix=False).ids
+    except (PantoError, OSError):
+        return ()
+    finally:
+        os.close(fd)
 
 
 def _billed_in(obj, payer):
@@ -1129,7 +1200,13 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
         if made is not None:
             batch, added, sid, target, rows = made
             lines = ()
+    elif taken is not None and lines.fresh():
+        seen = _dry(lines, env, there)
+        if seen is not None:
+            sid, target, added = seen
+            existed, lines = True, ()
     held, billed = [], []       # entries waiting for who paid for their responses (asked together)
+    has = ()                    # a dry run's: the ids of the entries the session file has
 
     def let_go():
         nonlocal added
@@ -1155,6 +1232,8 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
                 sid = obj["id"]
                 target = paths.session_path(obj, env)
                 existed = there(target)
+                if dry_run and existed:     # (read from its top: what the file has is not counted)
+                    has = _ids_of(target)
                 if not dry_run:
                     there.made(target)
                     batch = session.Batch(target, obj, raw if raw is not None else stream.dumps(obj), env=env,
@@ -1165,7 +1244,7 @@ def _read_source(mod, source, st, dry_run, verbose, warn, summary, billing, reco
                     raise PantoError("the source gave entries before its session header")
                 batch = session.Batch(target, None, None, env=env, warn=warn, sync_dir=False)
             if dry_run:
-                added += 1
+                added += eid not in has
                 continue
             held.append([raw, obj, eid, assistant])
             if b is not None and sid is not None:

@@ -732,7 +732,8 @@ def test_after_an_upgrade_a_session_imported_already_is_recognised_by_its_bytes(
     records are not its own). A session file that begins with what its
     source imports to, byte for byte, is left alone, never opened to be
     written, whatever a REPL added to it since; one whose source grew
-    gets its new entries, each once; every response stays paid once."""
+    gets its new entries, each once; every response stays paid once. A
+    dry run first says just that."""
     _claude_sessions(agents_home, 12)           # (the 2nd, 7th and 12th begin with a copy: billed elsewhere)
     env = dict(os.environ, PANTO_JOBS="2")      # (the sources read ahead, each taken whole)
     assert "12 sessions (12 new, 0 grown, 0 unchanged), added 600 entries" in run_all(env=env)
@@ -749,10 +750,15 @@ def test_after_an_upgrade_a_session_imported_already_is_recognised_by_its_bytes(
     expected, _ = reference(tmp_path)
     expected[os.path.relpath(continued, root)] += added
     before = snapshot(root)
+    upgraded = dict(env, PYTHONPATH=_other_code(tmp_path))
+    for jobs in ("2", "1"):         # (it asks nobody who paid; read here, each entry is looked for by id)
+        dry = log("import", "--all", "--dry-run", env=dict(upgraded, PANTO_JOBS=jobs), timeout=120)
+        assert dry.stderr.decode().endswith("12 sessions (0 new, 1 grown, 11 unchanged), would add 2 entries; "
+                                            "skipped: split line 301\n")
+    assert snapshot(root) == before
     trace = tmp_path / "trace"
     p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", str(trace),
-                        shutil.which("panto-log"), "import", "--all"],
-                       env=dict(env, PYTHONPATH=_other_code(tmp_path)), capture_output=True, timeout=120)
+                        shutil.which("panto-log"), "import", "--all"], env=upgraded, capture_output=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stderr.decode().endswith("12 sessions (0 new, 1 grown, 11 unchanged), added 2 entries; "
                                       "skipped: split line 301\n")

@@ -1015,8 +1015,8 @@ def _holds(path, head, body):
     holds each of these entries, as these very lines (a session file only
     grows: what a REPL added to it after them stays)."""
     size = len(head) + len(body)
-    got = _top(path, size)
-    return got is not None and len(got) == size and got[:len(head)] == head and memoryview(got)[len(head):] == body
+    got = _top(path, size)      # (startswith is one memcmp; == of memoryviews goes item by item: 92 KB, 160 -> 2 us)
+    return got is not None and len(got) == size and got.startswith(head) and got.startswith(body, len(head))
 
 
 def _top(path, size):
@@ -1068,12 +1068,11 @@ def _held(path, lines):
         end = got.find(b"\n", pos) + 1
         if not end:
             return i - 1 if i else None     # (the file ends here: the entries from i on are not in it)
-        line, mine = got[pos:end], data[at:at + size]
-        if line != mine:
+        if not (end - pos == size and got.startswith(memoryview(data)[at:at + size], pos)):
             if i not in billed:
                 return None
             try:
-                obj = orjson.loads(line)
+                obj = orjson.loads(got[pos:end])
             except orjson.JSONDecodeError:
                 return None
             if type(obj) is not dict or obj.get("id") != eids[i]:

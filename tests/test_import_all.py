@@ -733,7 +733,7 @@ def test_after_an_upgrade_a_session_imported_already_is_recognised_by_its_bytes(
     source imports to, byte for byte, is left alone, never opened to be
     written, whatever a REPL added to it since; one whose source grew
     gets its new entries, each once; every response stays paid once. A
-    dry run first says just that."""
+    dry run first says just that, and the run after opens no source."""
     _claude_sessions(agents_home, 12)           # (the 2nd, 7th and 12th begin with a copy: billed elsewhere)
     env = dict(os.environ, PANTO_JOBS="2")      # (the sources read ahead, each taken whole)
     assert "12 sessions (12 new, 0 grown, 0 unchanged), added 600 entries" in run_all(env=env)
@@ -768,3 +768,10 @@ def test_after_an_upgrade_a_session_imported_already_is_recognised_by_its_bytes(
     assert written == {session_file(grown, "/home/u/p0")}
     after = snapshot(root)
     assert {p: v for p, v in after.items() if grown not in p} == {p: v for p, v in before.items() if grown not in p}
+    # what it recognised it recorded: the next run opens no source again
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", str(trace),
+                        shutil.which("panto-log"), "import", "--all"], env=upgraded, capture_output=True, timeout=120)
+    assert p.stderr.decode().endswith("12 sessions (0 new, 0 grown, 12 unchanged), added 0 entries\n"), p.stderr
+    sources = os.path.join(agents_home, "claude")
+    assert [line for line in trace.read_text().splitlines() if ".jsonl" in line and sources in line] == []
+    assert snapshot(root) == after

@@ -567,7 +567,7 @@ def test_an_internal_error_is_one_line_and_a_traceback_only_on_request(isolated,
     (fake / "docopt.py").write_text("class DocoptExit(SystemExit):\n    pass\n\n"
                                     "def docopt(*args, **kwargs):\n    raise RuntimeError('the parser broke')\n")
     env = dict(os.environ, PYTHONPATH=str(fake))
-    for argv in (["panto-log", "replay", "--last"], ["panto-ls"], ["panto-cost", "--all"]):
+    for argv in (["panto-log", "tree", "--last"], ["panto-ls"], ["panto-cost", "--all"]):
         p = run(argv, env=env)
         assert_clean_error(p, 1, argv[0])
         assert p.stderr.decode() == f"{argv[0]}: internal error: RuntimeError: the parser broke\n"

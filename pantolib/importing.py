@@ -960,15 +960,10 @@ def _fresh(lines, billing, env, warn, prices, there):
     or None, entries added, session id, file, the token sums of its priced
     lines or None), or None (its file holds something else: its lines are
     taken one by one, those it has left out)."""
-    import orjson
-
     from pantolib import session
 
-    data, sizes = lines.data, lines.sizes
-    head = data[:sizes[0]]
-    obj = orjson.loads(head)
-    sid, target = obj["id"], paths.session_path(obj, env)
-    exists = there(target)
+    head, obj, target = _session_of(lines, env)
+    sid, exists = obj["id"], there(target)
     body, rows = _paid(lines, billing, sid, prices)
     if exists:
         return (None, 0, sid, target, None) if _holds(target, head, body) else None
@@ -976,12 +971,21 @@ def _fresh(lines, billing, env, warn, prices, there):
     # (one made from now on is found as this one is made, and given what it lacks: Batch._create)
     batch = session.Batch(target, obj, head, env=env, warn=warn, sync_dir=False, exists=False)
     try:
-        batch.add_lines(body, len(sizes) - 1, _ASSISTANT in lines.kinds)
+        batch.add_lines(body, len(lines.sizes) - 1, _ASSISTANT in lines.kinds)
         batch.look = rows is not None
     except BaseException:
         batch.close()
         raise
-    return batch, len(sizes) - 1, sid, target, rows
+    return batch, len(lines.sizes) - 1, sid, target, rows
+
+
+def _session_of(lines, env):
+    """A whole session's lines (_Lines): its header's bytes, the header, and its session file's path."""
+    import orjson
+
+    head = lines.data[:lines.sizes[0]]
+    obj = orjson.loads(head)
+    return head, obj, paths.session_path(obj, env)
 
 
 def _paid(lines, billing, sid, prices):
@@ -1020,19 +1024,26 @@ def _holds(path, head, body):
 
 
 def _top(path, size):
-    """At most `size` bytes from the top of the file at path: read, never
-    locked or written; None when it is not a regular file (a FIFO is not
-    waited on) or cannot be read."""
+    """At most `size` bytes from the top of the file at path, or None (_reading)."""
+    return _reading(path, lambda fd: os.pread(fd, size, 0))
+
+
+def _reading(path, read, none=None):
+    """read(a descriptor of the file at path), opened to be read only: never
+    locked or written, and not waited on (a FIFO there); `none` when it is
+    not a regular file, or cannot be opened or read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-        try:
-            if os.fstat(fd).st_mode & 0o170000 != 0o100000:
-                return None
-            return os.pread(fd, size, 0)
-        finally:
-            os.close(fd)
     except OSError:
-        return None
+        return none
+    try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:     # (stat.S_ISREG, without importing stat)
+            return none
+        return read(fd)
+    except (PantoError, OSError):
+        return none
+    finally:
+        os.close(fd)
 
 
 def _dry(lines, env, there):
@@ -1040,11 +1051,7 @@ def _dry(lines, env, there):
     file is there: (session id, file, how many of its entries the file
     lacks), or None (no file, or one that does not begin with them: each
     entry is counted as it comes)."""
-    import orjson
-
-    head = lines.data[:lines.sizes[0]]
-    obj = orjson.loads(head)
-    target = paths.session_path(obj, env)
+    _, obj, target = _session_of(lines, env)
     if not there(target):
         return None
     held = _held(target, lines)
@@ -1084,21 +1091,10 @@ def _held(path, lines):
 def _ids_of(path):
     """The ids of the entries of the session file at path, read as any reader
     reads it (session.read_indexed, its torn tail left as it is, nothing
-    written); none when it is not a regular file or cannot be read."""
+    written); none when it cannot be read (_reading)."""
     from pantolib import session
 
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return ()
-    try:
-        if os.fstat(fd).st_mode & 0o170000 != 0o100000:     # not a regular file: it holds nothing
-            return ()
-        return session.read_indexed(path, fd, fix=False).ids
-    except (PantoError, OSError):
-        return ()
-    finally:
-        os.close(fd)
+    return _reading(path, lambda fd: session.read_indexed(path, fd, fix=False).ids, ())
 
 
 def _billed_in(obj, payer):

@@ -757,21 +757,25 @@ def test_after_an_upgrade_a_session_imported_already_is_recognised_by_its_bytes(
                                             "skipped: split line 301\n")
     assert snapshot(root) == before
     trace = tmp_path / "trace"
-    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", str(trace),
-                        shutil.which("panto-log"), "import", "--all"], env=upgraded, capture_output=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    assert p.stderr.decode().endswith("12 sessions (0 new, 1 grown, 11 unchanged), added 2 entries; "
-                                      "skipped: split line 301\n")
+
+    def traced_import():
+        """An import --all by the other code: its summary, and each opening of a .jsonl file (strace's line)."""
+        p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", str(trace),
+                            shutil.which("panto-log"), "import", "--all"], env=upgraded, capture_output=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stderr.decode(), [line for line in trace.read_text().splitlines() if ".jsonl" in line]
+
+    said, opened = traced_import()
+    assert said.endswith("12 sessions (0 new, 1 grown, 11 unchanged), added 2 entries; skipped: split line 301\n")
     assert sessions_in(root) == expected
-    written = {line.split('"')[1] for line in trace.read_text().splitlines()
-               if ".jsonl" in line and ("O_RDWR" in line or "O_WRONLY" in line) and root in line}
+    written = {line.split('"')[1] for line in opened if ("O_RDWR" in line or "O_WRONLY" in line) and root in line}
     assert written == {session_file(grown, "/home/u/p0")}
     after = snapshot(root)
     assert {p: v for p, v in after.items() if grown not in p} == {p: v for p, v in before.items() if grown not in p}
     # what it recognised it recorded: the next run opens no source again
-    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", str(trace),
-                        shutil.which("panto-log"), "import", "--all"], env=upgraded, capture_output=True, timeout=120)
-    assert p.stderr.decode().endswith("12 sessions (0 new, 0 grown, 12 unchanged), added 0 entries\n"), p.stderr
+    said, opened = traced_import()
+    assert said.endswith("12 sessions (0 new, 0 grown, 12 unchanged), added 0 entries\n"), said
     sources = os.path.join(agents_home, "claude")
-    assert [line for line in trace.read_text().splitlines() if ".jsonl" in line and sources in line] == []
+    assert [line for line in opened if sources in line] == []
     assert snapshot(root) == after
